@@ -1,0 +1,1 @@
+"""Pure functions over stored results: no engine imports here."""

@@ -1,0 +1,102 @@
+"""Command line: `infercheck <command>`. Errors end as one line on stderr and a non-zero exit."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from infercheck.errors import InfercheckError, WorkerError
+
+
+def progress(message: str) -> None:
+    print(f"[infercheck] {message}", file=sys.stderr, flush=True)
+
+
+def parse_engine_arg(text: str) -> tuple[str, Any]:
+    """K=V; V is read as JSON when it parses (numbers, booleans, objects), else as a string."""
+    if "=" not in text:
+        raise InfercheckError(f"engine arg must be KEY=VALUE, got {text!r}")
+    key, raw = text.split("=", 1)
+    try:
+        return key.strip(), json.loads(raw)
+    except json.JSONDecodeError:
+        return key.strip(), raw
+
+
+def add_variant_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--patch", action="append", default=[], type=Path, metavar="P",
+                   help="patch applied to the engine tree (repeatable, in order)")
+    p.add_argument("--engine-src", type=Path, help="a vLLM git checkout to use as the engine tree")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="infercheck", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    models = sub.add_parser("models", help="the bundled tiny model zoo")
+    msub = models.add_subparsers(dest="models_command", required=True)
+    mb = msub.add_parser("build", help="train and write the bundled models (deterministic)")
+    mb.add_argument("names", nargs="*")
+    mb.add_argument("--force", action="store_true")
+    msub.add_parser("list", help="bundled models and whether their files match the manifest")
+
+    doctor = sub.add_parser("doctor", help="versions, device, model zoo, and a one-request smoke run")
+    doctor.add_argument("--no-smoke", action="store_true")
+
+    build = sub.add_parser("build", help="build an engine env for a tree + patches and print it")
+    add_variant_options(build)
+
+    run = sub.add_parser("run", help="run one worker (vllm or the HF reference) on prompts")
+    add_variant_options(run)
+    run.add_argument("--model", default="tiny-llama-add")
+    run.add_argument("--backend", choices=["vllm", "hf"], default="vllm")
+    run.add_argument("--dtype", default="float32")
+    run.add_argument("--prompt", action="append", default=[])
+    run.add_argument("--engine-arg", action="append", default=[], metavar="K=V")
+    run.add_argument("--max-tokens", type=int, default=8)
+    run.add_argument("--logprobs", type=int, default=5)
+    run.add_argument("--timeout", type=float, default=900.0)
+    run.add_argument("--out", type=Path)
+    run.add_argument("--json", action="store_true", help="print results as JSON lines")
+
+    parity = sub.add_parser("parity", help="greedy parity of the engine (optionally patched) vs HF")
+    add_variant_options(parity)
+    parity.add_argument("--model", default="tiny-llama-add")
+    parity.add_argument("--dtype", default="float32")
+    parity.add_argument("--prompts", type=int, default=8, help="number of held-out prompts (half many-shot)")
+    parity.add_argument("--max-tokens", type=int, default=6)
+    parity.add_argument("--timeout", type=float, default=900.0)
+    parity.add_argument("--out", type=Path)
+
+    sub.add_parser("demo", help="the main job on the bundled default")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from infercheck import commands
+
+    handlers: dict[str, Callable[[argparse.Namespace], int]] = {
+        "models": commands.cmd_models, "doctor": commands.cmd_doctor, "build": commands.cmd_build,
+        "run": commands.cmd_run, "parity": commands.cmd_parity, "demo": commands.cmd_demo,
+    }
+    started = time.time()
+    try:
+        return handlers[args.command](args)
+    except WorkerError as exc:
+        print(f"infercheck: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except InfercheckError as exc:
+        print(f"infercheck: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"infercheck: interrupted after {time.time() - started:.0f}s", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

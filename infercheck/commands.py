@@ -1,0 +1,151 @@
+"""The CLI's commands. Each returns an exit code; errors are raised as InfercheckError."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from infercheck import __version__
+from infercheck.build.builder import build_variant
+from infercheck.build.engine_env import EngineEnv, installed_env
+from infercheck.build.tree import engine_tree, find_installed_engine
+from infercheck.checks.parity import compare_greedy, summarize
+from infercheck.cli import parse_engine_arg, progress
+from infercheck.device import detect_device
+from infercheck.errors import InfercheckError
+from infercheck.models import zoo
+from infercheck.paths import cache_dir
+from infercheck.run.job import Group, Job, Request
+from infercheck.run.launcher import launch
+
+PARITY_LOGPROB_TOL_FP32 = 1e-4
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    if args.models_command == "list":
+        for name in zoo.SPECS:
+            ok, detail = zoo.verify(name)
+            print(f"{name:16s} {'ok ' if ok else 'BAD'} {detail}")
+        return 0
+    unknown = [n for n in args.names if n not in zoo.SPECS]
+    if unknown:
+        raise InfercheckError(f"unknown model(s): {', '.join(unknown)} (known: {', '.join(zoo.SPECS)})")
+    for name in args.names or list(zoo.SPECS):
+        zoo.build(name, force=args.force, log=progress)
+    return 0
+
+
+def variant_env(args: argparse.Namespace, name: str, device: str) -> EngineEnv:
+    """The engine env for --patch / --engine-src, or the installed engine when neither is given."""
+    if not args.patch and args.engine_src is None:
+        return installed_env(device)
+    started = time.time()
+    env, applied = build_variant(engine_tree(args.engine_src), args.patch, name, device)
+    progress(f"build {name}: {env.strategy} ({len(applied.touched)} file(s) changed) in {time.time() - started:.1f}s")
+    return env
+
+
+def run_dir(out: Path | None, label: str) -> Path:
+    folder = out or cache_dir() / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    env = variant_env(args, "patched", detect_device())
+    print(json.dumps({"name": env.name, "strategy": env.strategy, "tree_hash": env.tree_hash,
+                      "location": env.location, "pythonpath": list(env.pythonpath)}, indent=2))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    device = detect_device()
+    model = str(zoo.model_dir(args.model))
+    engine_args = dict(parse_engine_arg(a) for a in args.engine_arg)
+    prompts = args.prompt or ["12+34="]
+    requests = [Request(id=f"p{i}", prompt=p, sampling={"max_tokens": args.max_tokens, "temperature": 0.0},
+                        logprobs=args.logprobs or None) for i, p in enumerate(prompts)]
+    job = Job(args.backend, model, args.dtype, [Group("cli", engine_args, requests)])
+    env = variant_env(args, "patched" if args.patch else "base", device)
+    out = run_dir(args.out, f"run-{args.backend}")
+    progress(f"run {args.backend} worker ({env.strategy}) → {out}")
+    run = launch(job, env, out, timeout_s=args.timeout).raise_for_error()
+    for result in run.results():
+        print(json.dumps(asdict(result)) if args.json else f"{result.id}\t{result.text!r}\t{result.finish_reason}")
+    progress(f"done in {run.elapsed_s:.1f}s")
+    return 0
+
+
+def parity_job(backend: str, model: str, dtype: str, prompts: list[str], max_tokens: int) -> Job:
+    requests = [Request(id=f"q{i}", prompt=p, sampling={"max_tokens": max_tokens, "temperature": 0.0,
+                                                         "ignore_eos": True}, logprobs=5)
+                for i, p in enumerate(prompts)]
+    return Job(backend, model, dtype, [Group("parity", {}, requests)])
+
+
+def parity_prompts(count: int) -> list[str]:
+    """Half zero-shot, half many-shot (400+ tokens) held-out addition prompts."""
+    zero, _ = zoo.evaluation_prompts(many_shot=False, limit=count - count // 2)
+    many, _ = zoo.evaluation_prompts(many_shot=True, limit=count // 2)
+    return zero + many
+
+
+def cmd_parity(args: argparse.Namespace) -> int:
+    device = detect_device()
+    model = str(zoo.model_dir(args.model))
+    prompts = parity_prompts(args.prompts)
+    out = run_dir(args.out, "parity")
+    env = variant_env(args, "patched" if args.patch else "base", device)
+    runs = {}
+    for backend, variant_env_ in (("vllm", env), ("hf", installed_env(device))):
+        progress(f"run {backend} worker on {len(prompts)} prompts")
+        job = parity_job(backend, model, args.dtype, prompts, args.max_tokens)
+        runs[backend] = launch(job, variant_env_, out / backend, timeout_s=args.timeout).raise_for_error()
+        progress(f"{backend} worker done in {runs[backend].elapsed_s:.1f}s")
+    summary = summarize(compare_greedy(runs["vllm"].results(), runs["hf"].results()))
+    passed = summary.all_equal and summary.max_abs_dlogprob <= PARITY_LOGPROB_TOL_FP32
+    (out / "parity.json").write_text(json.dumps({**asdict(summary), "passed": passed}, indent=2))
+    print(f"parity {args.model} ({args.dtype}): {summary.tokens_equal}/{summary.requests} greedy sequences equal, "
+          f"max |Δlogprob| {summary.max_abs_dlogprob:.2e} (tol {PARITY_LOGPROB_TOL_FP32:g}) → "
+          f"{'PASS' if passed else 'FAIL'}")
+    print(f"results: {out}")
+    return 0 if passed else 1
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    device = detect_device()
+    print(f"infercheck {__version__}  python {sys.version.split()[0]}  device {device}")
+    engine = find_installed_engine()
+    print(f"engine: {engine.distribution} {engine.version} at {engine.package_dir}")
+    out = run_dir(None, "doctor")
+    from infercheck.run.probe import probe_env
+
+    info = probe_env(installed_env(device), out / "probe")
+    for key in ("vllm", "torch", "transformers", "lm_eval"):
+        print(f"  {key:12s} {info.get(key)}")
+    print(f"  accelerator  {info.get('device_name', 'cpu')}")
+    healthy = True
+    for name in zoo.SPECS:
+        ok, detail = zoo.verify(name)
+        healthy &= ok
+        print(f"model {name:16s} {'ok' if ok else 'PROBLEM'}: {detail}")
+    tree = engine_tree()
+    print(f"engine tree: {tree.repo_dir} ({tree.installed_commit[:12]})")
+    if args.no_smoke or not healthy:
+        return 0 if healthy else 1
+    model = str(zoo.model_dir("tiny-llama-add"))
+    smoke = parity_job("vllm", model, "float32", ["12+34="], 4)
+    run = launch(smoke, installed_env(device), out / "smoke", timeout_s=600).raise_for_error()
+    result = run.results()[0]
+    print(f"smoke: vllm answered {result.text!r} to '12+34=' in {run.elapsed_s:.1f}s (worker start included)")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    demo = argparse.Namespace(patch=[], engine_src=None, model="tiny-llama-add", dtype="float32", prompts=8,
+                              max_tokens=6, timeout=900.0, out=None)
+    return cmd_parity(demo)

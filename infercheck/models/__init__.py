@@ -1,0 +1,1 @@
+"""The bundled tiny model zoo: deterministic data, tokenizer, training and manifests."""

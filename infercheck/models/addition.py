@@ -1,0 +1,94 @@
+"""Two-digit addition data: the task the bundled models are trained and measured on.
+
+Every (a, b) pair with 0 <= a, b <= 99 is one example "a+b=" -> "sum". A fixed seed splits the
+10,000 pairs into test / few-shot / train, so no held-out pair is ever trained on.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+SEPARATOR = "\n"
+SPLIT_SEED = 1234
+TEST_SIZE = 500
+FEWSHOT_SIZE = 100
+
+
+@dataclass(frozen=True)
+class Example:
+    a: int
+    b: int
+
+    @property
+    def question(self) -> str:
+        return f"{self.a}+{self.b}="
+
+    @property
+    def answer(self) -> str:
+        return str(self.a + self.b)
+
+    @property
+    def text(self) -> str:
+        return self.question + self.answer + SEPARATOR
+
+
+def split_examples() -> dict[str, list[Example]]:
+    """The fixed test / fewshot / train split of all 10,000 pairs."""
+    pairs = [Example(a, b) for a in range(100) for b in range(100)]
+    random.Random(SPLIT_SEED).shuffle(pairs)
+    return {
+        "test": pairs[:TEST_SIZE],
+        "fewshot": pairs[TEST_SIZE:TEST_SIZE + FEWSHOT_SIZE],
+        "train": pairs[TEST_SIZE + FEWSHOT_SIZE:],
+    }
+
+
+def write_splits(out_dir: Path) -> dict[str, Path]:
+    """Write train.jsonl, fewshot.jsonl and test.jsonl (one example per line)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for name, examples in split_examples().items():
+        path = out_dir / f"{name}.jsonl"
+        with path.open("w") as fh:
+            for ex in examples:
+                row = {**asdict(ex), "question": ex.question, "answer": ex.answer}
+                fh.write(json.dumps(row) + "\n")
+        written[name] = path
+    return written
+
+
+def load_split(path: Path) -> list[Example]:
+    with path.open() as fh:
+        return [Example(int(r["a"]), int(r["b"])) for r in map(json.loads, fh) if r]
+
+
+def many_shot_prompt(shots: list[Example], query: Example) -> str:
+    """Few-shot prompt: solved examples, one per line, then the unsolved query."""
+    return "".join(s.text for s in shots) + query.question
+
+
+def shots_for_length(fewshot: list[Example], min_chars: int, offset: int = 0) -> list[Example]:
+    """Enough few-shot examples (cycling from offset) for a prompt of at least min_chars."""
+    shots: list[Example] = []
+    length = 0
+    i = offset
+    while length < min_chars:
+        ex = fewshot[i % len(fewshot)]
+        shots.append(ex)
+        length += len(ex.text)
+        i += 1
+    return shots
+
+
+def packed_sequence(rng: random.Random, train: list[Example], length: int) -> str:
+    """A training sequence: random training examples back to back, cut to `length` chars."""
+    parts: list[str] = []
+    total = 0
+    while total < length:
+        ex = train[rng.randrange(len(train))]
+        parts.append(ex.text)
+        total += len(ex.text)
+    return "".join(parts)[:length]

@@ -1,0 +1,183 @@
+"""The model zoo: specs of the bundled tiny models, their deterministic build and manifests.
+
+`infercheck models build` trains each model (fixed seeds), measures its held-out accuracy with HF
+transformers, and writes an HF-format folder under suites/models/<name>/ with a manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from infercheck.errors import InfercheckError
+from infercheck.models import addition
+from infercheck.models.tokenizer import BOS_ID, EOS_ID, PAD_ID, save_tokenizer, vocab_size
+from infercheck.models.train import TrainConfig, encode, save_model, train_causal_lm
+from infercheck.paths import DATA_DIR, MODELS_DIR
+
+MANIFEST = "manifest.json"
+ADDITION_DATA = DATA_DIR / "addition"
+MANY_SHOT_MIN_CHARS = 420  # many-shot prompts: 400+ tokens (one token per character)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    architecture: str  # "llama" | "mistral"
+    description: str
+    config: dict[str, Any]
+    train: TrainConfig
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+COMMON = dict(
+    hidden_size=128, intermediate_size=384, num_hidden_layers=2, num_attention_heads=2,
+    num_key_value_heads=2, head_dim=64, max_position_embeddings=1024, rms_norm_eps=1e-5,
+    rope_theta=10000.0, tie_word_embeddings=False, pad_token_id=PAD_ID, bos_token_id=BOS_ID,
+    eos_token_id=EOS_ID,
+)
+
+SPECS: dict[str, ModelSpec] = {
+    "tiny-llama-add": ModelSpec(
+        name="tiny-llama-add",
+        architecture="llama",
+        description="Llama, head_dim 64, char tokenizer, trained on packed 2-digit addition (768 tokens).",
+        config=dict(COMMON),
+        train=TrainConfig(phases=((600, 32, 160), (150, 8, 768)), lr=3e-3, seed=0),
+    ),
+    "tiny-sliding": ModelSpec(
+        name="tiny-sliding",
+        architecture="mistral",
+        description="Mistral, sliding_window 32, head_dim 64, char tokenizer, trained on packed addition.",
+        config=dict(COMMON, sliding_window=32),
+        train=TrainConfig(phases=((500, 32, 160), (100, 8, 512)), lr=3e-3, seed=1),
+    ),
+}
+
+
+def model_dir(name_or_path: str) -> Path:
+    """Resolve a zoo name or a folder path; one clear error when neither exists."""
+    if name_or_path in SPECS:
+        path = MODELS_DIR / name_or_path
+    else:
+        path = Path(name_or_path).expanduser()
+    if not (path / "config.json").is_file():
+        known = ", ".join(SPECS)
+        raise InfercheckError(f"model not found: {name_or_path} (no config.json there; bundled models: {known})")
+    return path.resolve()
+
+
+def file_digests(folder: Path) -> dict[str, str]:
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.iterdir())
+        if p.is_file() and p.name != MANIFEST
+    }
+
+
+def read_manifest(folder: Path) -> dict[str, Any] | None:
+    path = folder / MANIFEST
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def verify(name: str) -> tuple[bool, str]:
+    """Is the bundled model present and do its files match the manifest digests?"""
+    folder = MODELS_DIR / name
+    manifest = read_manifest(folder)
+    if manifest is None:
+        return False, "missing (run `infercheck models build`)"
+    if file_digests(folder) != manifest["files"]:
+        return False, "files differ from manifest digests"
+    acc = manifest.get("accuracy", {})
+    return True, "ok, " + ", ".join(f"{k} {v:.3f}" for k, v in acc.items())
+
+
+def _make_model(spec: ModelSpec) -> Any:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM
+
+    torch.manual_seed(spec.train.seed)
+    classes = {"llama": (LlamaConfig, LlamaForCausalLM), "mistral": (MistralConfig, MistralForCausalLM)}
+    config_cls, model_cls = classes[spec.architecture]
+    config = config_cls(vocab_size=vocab_size(), **spec.config)
+    config._attn_implementation = "sdpa"  # training speed; the reference worker picks its own
+    return model_cls(config)
+
+
+def greedy_accuracy(model: Any, prompts: list[str], answers: list[str]) -> float:
+    """Greedy exact match of the text before the first newline (HF, float32)."""
+    import torch
+
+    correct = 0
+    with torch.no_grad():
+        for prompt, answer in zip(prompts, answers):
+            ids = torch.tensor([encode(prompt)])
+            out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=4,
+                                 do_sample=False, pad_token_id=PAD_ID)
+            text = "".join(addition_decode(out[0, ids.shape[1]:].tolist()))
+            correct += text.split("\n")[0] == answer
+    return correct / len(prompts)
+
+
+def addition_decode(ids: list[int]) -> list[str]:
+    from infercheck.models.tokenizer import VOCAB
+
+    return [VOCAB[i] for i in ids]
+
+
+def evaluation_prompts(many_shot: bool, limit: int | None = None) -> tuple[list[str], list[str]]:
+    """Held-out prompts and answers: zero-shot, or many-shot (400+ tokens of solved examples)."""
+    test = addition.load_split(ADDITION_DATA / "test.jsonl")[:limit]
+    fewshot = addition.load_split(ADDITION_DATA / "fewshot.jsonl")
+    prompts = []
+    for i, ex in enumerate(test):
+        if many_shot:
+            shots = addition.shots_for_length(fewshot, MANY_SHOT_MIN_CHARS, offset=i * 7)
+            prompts.append(addition.many_shot_prompt(shots, ex))
+        else:
+            prompts.append(ex.question)
+    return prompts, [ex.answer for ex in test]
+
+
+def build(name: str, force: bool = False, log: Callable[[str], None] = print) -> Path:
+    """Train and write one bundled model; skipped when present and matching its manifest."""
+    spec = SPECS[name]
+    folder = MODELS_DIR / name
+    if not force and verify(name)[0]:
+        log(f"{name}: up to date")
+        return folder
+    addition.write_splits(ADDITION_DATA)
+    train = addition.load_split(ADDITION_DATA / "train.jsonl")
+    log(f"{name}: training {spec.architecture} ({spec.train.steps} steps)")
+    model = _make_model(spec)
+    stats = train_causal_lm(model, train, spec.train, log=log)
+    zero_p, zero_a = evaluation_prompts(many_shot=False)
+    many_p, many_a = evaluation_prompts(many_shot=True, limit=100)
+    accuracy = {
+        "zero_shot": greedy_accuracy(model, zero_p, zero_a),
+        "many_shot": greedy_accuracy(model, many_p, many_a),
+    }
+    log(f"{name}: held-out accuracy {accuracy}")
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.iterdir():
+        old.unlink()
+    save_model(model, folder)
+    save_tokenizer(folder, model_max_length=spec.config["max_position_embeddings"])
+    manifest = {
+        "name": name,
+        "description": spec.description,
+        "trained": True,
+        "build_command": f"infercheck models build {name} --force",
+        "train": {"phases": spec.train.phases, "lr": spec.train.lr, "seed": spec.train.seed, **stats},
+        "accuracy": accuracy,
+        "accuracy_note": "HF float32 greedy exact match; zero_shot on 500 held-out pairs, many_shot on 100 (400+ token prompts)",
+        "torch_threads": spec.train.threads,
+        "platform": platform.machine(),
+        "files": file_digests(folder),
+    }
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return folder

@@ -1,0 +1,1 @@
+"""Patch intake: parse, check, apply to an engine tree, classify touched files."""

@@ -1,0 +1,97 @@
+"""HF transformers reference backend: greedy generation and teacher-forced scoring, full forward.
+
+Each step re-runs the whole sequence (no KV cache) and the final logprobs come from one forward
+over prompt + output: the simplest, most independent numerics for a reference.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from infercheck.run.job import Group, GroupResult, Job, Request, RequestResult
+from infercheck.run.worker import WorkerInputError
+
+SUPPORTED_SAMPLING = {"max_tokens", "temperature", "ignore_eos", "seed"}
+
+
+def load_model(job: Job) -> tuple[Any, Any]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    dtype = getattr(torch, job.dtype) if job.dtype != "auto" else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(job.model, dtype=dtype, attn_implementation="eager")
+    model.eval()
+    return model, AutoTokenizer.from_pretrained(job.model)
+
+
+def check_sampling(request: Request) -> None:
+    unsupported = sorted(set(request.sampling) - SUPPORTED_SAMPLING)
+    if unsupported or float(request.sampling.get("temperature", 0.0)) != 0.0:
+        raise WorkerInputError("bad_sampling_params", f"request {request.id}: the HF reference runs greedy "
+                                                      f"decoding or scoring only (got {request.sampling})")
+
+
+def top_k(row: Any, k: int, include: int | None) -> list[list[float]]:
+    import torch
+
+    values, ids = torch.topk(row, k)
+    pairs = [[int(i), float(v)] for v, i in zip(values.tolist(), ids.tolist())]
+    if include is not None and include not in ids.tolist():
+        pairs.append([int(include), float(row[include])])
+    return pairs
+
+
+def score(model: Any, request: Request, prompt_ids: list[int], eos_id: int | None) -> RequestResult:
+    import torch
+
+    with torch.no_grad():
+        if request.continuation_ids is not None:
+            out_ids = list(request.continuation_ids)
+        else:
+            out_ids = []
+            ignore_eos = bool(request.sampling.get("ignore_eos", False))
+            for _ in range(int(request.sampling.get("max_tokens", 16))):
+                logits = model(input_ids=torch.tensor([prompt_ids + out_ids])).logits[0, -1]
+                nxt = int(torch.argmax(logits))
+                out_ids.append(nxt)
+                if nxt == eos_id and not ignore_eos:
+                    break
+        full = torch.tensor([prompt_ids + out_ids])
+        logprobs = torch.log_softmax(model(input_ids=full).logits[0].float(), dim=-1)
+    n = len(prompt_ids)
+    k = request.logprobs or 0
+    gen_rows = [logprobs[n - 1 + t] for t in range(len(out_ids))]
+    chosen = [float(row[t]) for row, t in zip(gen_rows, out_ids)]
+    result = RequestResult(id=request.id, group="", prompt_ids=prompt_ids, output_ids=out_ids, text="",
+                           finish_reason="stop" if out_ids and out_ids[-1] == eos_id else "length",
+                           chosen_logprobs=chosen)
+    if k:
+        result.logprobs = [top_k(row, k, t) for row, t in zip(gen_rows, out_ids)]
+    if request.prompt_logprobs is not None:
+        pk = max(1, request.prompt_logprobs)
+        result.prompt_logprobs = [None] + [top_k(logprobs[i - 1], pk, prompt_ids[i]) for i in range(1, n)]
+    return result
+
+
+def run_group(job: Job, group: Group, emit: Callable[[RequestResult], None]) -> GroupResult:
+    for request in group.requests:
+        check_sampling(request)
+    t0 = time.time()
+    model, tokenizer = load_model(job)
+    startup = time.time() - t0
+    t1 = time.time()
+    prompt_tokens = output_tokens = 0
+    for request in group.requests:
+        started = time.time()
+        prompt_ids = list(request.prompt_token_ids) if request.prompt_token_ids is not None \
+            else tokenizer(request.prompt).input_ids
+        result = score(model, request, prompt_ids, tokenizer.eos_token_id)
+        result.group = group.name
+        result.text = tokenizer.decode(result.output_ids, skip_special_tokens=True)
+        result.elapsed_s = round(time.time() - started, 4)
+        prompt_tokens += len(prompt_ids)
+        output_tokens += len(result.output_ids)
+        emit(result)
+    return GroupResult(group.name, group.engine_args, len(group.requests), prompt_tokens, output_tokens,
+                       round(time.time() - t1, 4), round(startup, 3))

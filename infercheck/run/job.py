@@ -1,0 +1,130 @@
+"""Job files: plain JSON a worker subprocess reads (model, dtype, engine-args groups, requests).
+
+A job has one or more groups; each group is one engine instance (its engine args) shared by all
+of its requests. Results are JSONL, one line per request, streamed as they finish.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from infercheck.errors import InfercheckError
+
+BACKENDS = ("vllm", "hf")
+
+
+@dataclass
+class Request:
+    id: str
+    prompt: str | None = None
+    prompt_token_ids: list[int] | None = None
+    sampling: dict[str, Any] = field(default_factory=lambda: {"max_tokens": 8, "temperature": 0.0})
+    logprobs: int | None = None  # top-k logprobs per generated position
+    prompt_logprobs: int | None = None
+    # Reference scoring: re-score this continuation (teacher forcing) instead of generating.
+    continuation_ids: list[int] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.prompt is None) == (self.prompt_token_ids is None):
+            raise InfercheckError(f"request {self.id}: give exactly one of prompt, prompt_token_ids")
+
+
+@dataclass
+class Group:
+    name: str
+    engine_args: dict[str, Any]
+    requests: list[Request]
+
+
+@dataclass
+class Job:
+    backend: str  # "vllm" | "hf"
+    model: str
+    dtype: str
+    groups: list[Group]
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise InfercheckError(f"unknown backend {self.backend!r} (expected one of {', '.join(BACKENDS)})")
+        ids = [r.id for g in self.groups for r in g.requests]
+        if len(ids) != len(set(ids)):
+            raise InfercheckError("request ids must be unique within a job")
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Job":
+        try:
+            groups = [Group(g["name"], dict(g.get("engine_args") or {}),
+                            [Request(**r) for r in g["requests"]]) for g in data["groups"]]
+            return cls(data["backend"], data["model"], data.get("dtype", "float32"), groups, data.get("seed", 0))
+        except (KeyError, TypeError) as exc:
+            raise InfercheckError(f"malformed job: {exc}") from None
+
+    @classmethod
+    def load(cls, path: Path) -> "Job":
+        try:
+            return cls.from_dict(json.loads(Path(path).read_text()))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise InfercheckError(f"cannot read job file {path}: {exc}") from None
+
+
+@dataclass
+class RequestResult:
+    """One request's raw outcome. Logprob positions are [[token_id, logprob], ...], best first."""
+
+    id: str
+    group: str
+    prompt_ids: list[int]
+    output_ids: list[int]
+    text: str
+    finish_reason: str | None
+    logprobs: list[list[list[float]]] | None = None
+    chosen_logprobs: list[float] | None = None  # logprob of each output token
+    prompt_logprobs: list[list[list[float]] | None] | None = None
+    elapsed_s: float = 0.0
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RequestResult":
+        return cls(**data)
+
+
+@dataclass
+class GroupResult:
+    name: str
+    engine_args: dict[str, Any]
+    num_requests: int
+    prompt_tokens: int
+    output_tokens: int
+    elapsed_s: float
+    startup_s: float
+    metrics: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.output_tokens / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+RESULTS = "results.jsonl"
+GROUPS = "groups.jsonl"
+STATUS = "status.json"
+STDOUT = "worker.stdout"
+STDERR = "worker.stderr"
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Rows of a JSONL file; a torn last line (worker killed mid-write) is skipped."""
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows

@@ -1,0 +1,104 @@
+"""Worker subprocess: `python -m infercheck.run.worker --job JOB --out DIR` (or `--probe`).
+
+Runs one variant's job with one engine instance per group, streaming one JSON line per request to
+DIR/results.jsonl and one per group to DIR/groups.jsonl. DIR/status.json ends as
+{"state": "done"} or {"state": "error", "kind": ..., "message": ...}; a worker that dies without
+writing it was killed (crash, hang, out of memory) and the launcher says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import traceback
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from infercheck.run.job import GROUPS, RESULTS, STATUS, GroupResult, Job, RequestResult
+
+EXIT_HANDLED_ERROR = 3
+
+
+class WorkerInputError(Exception):
+    """Bad job input detected inside the worker (e.g. an unknown engine argument)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def probe() -> dict[str, Any]:
+    """Versions and device as this variant's interpreter sees them."""
+    info: dict[str, Any] = {"python": sys.version.split()[0]}
+    for module in ("vllm", "torch", "transformers", "lm_eval"):
+        try:
+            mod = __import__(module)
+            info[module] = getattr(mod, "__version__", "unknown")
+            info[f"{module}_path"] = str(Path(mod.__file__).parent)
+        except Exception as exc:  # report, never crash the probe
+            info[module] = f"unavailable ({type(exc).__name__}: {exc})"
+    try:
+        import torch
+
+        info["cuda_available"] = bool(torch.cuda.is_available())
+        info["device_name"] = torch.cuda.get_device_name(0) if info["cuda_available"] else "cpu"
+    except Exception:
+        info["cuda_available"] = False
+    return info
+
+
+def write_status(out: Path, **status: Any) -> None:
+    tmp = out / (STATUS + ".tmp")
+    tmp.write_text(json.dumps(status))
+    tmp.replace(out / STATUS)
+
+
+def run_job(job: Job, out: Path) -> None:
+    if job.backend == "vllm":
+        from infercheck.run import vllm_backend as backend
+    else:
+        from infercheck.run import hf_backend as backend  # type: ignore[no-redef]
+    with (out / RESULTS).open("a") as results, (out / GROUPS).open("a") as groups:
+        for group in job.groups:
+            def emit(result: RequestResult) -> None:
+                results.write(json.dumps(asdict(result)) + "\n")
+                results.flush()
+
+            summary: GroupResult = backend.run_group(job, group, emit)
+            groups.write(json.dumps(asdict(summary)) + "\n")
+            groups.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="infercheck.run.worker")
+    parser.add_argument("--job", type=Path)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--probe", action="store_true")
+    args = parser.parse_args(argv)
+    if args.probe:
+        print(json.dumps(probe()))
+        return 0
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    write_status(out, state="running", started=started)
+    try:
+        job = Job.load(args.job)
+        run_job(job, out)
+    except WorkerInputError as exc:
+        write_status(out, state="error", kind=exc.kind, message=str(exc))
+        return EXIT_HANDLED_ERROR
+    except Exception as exc:  # the harness turns this into one line; the trace stays in stderr
+        traceback.print_exc()
+        message = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+        write_status(out, state="error", kind="exception", message=message)
+        return EXIT_HANDLED_ERROR
+    write_status(out, state="done", started=started, elapsed_s=round(time.time() - started, 3))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
