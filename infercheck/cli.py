@@ -72,6 +72,25 @@ def build_parser() -> argparse.ArgumentParser:
     parity.add_argument("--timeout", type=float, default=900.0)
     parity.add_argument("--out", type=Path)
 
+    val = sub.add_parser("validate", help="validate a patch: symptom, parity, accuracy → verdict and report")
+    val.add_argument("patch", type=Path)
+    val.add_argument("--base-patch", action="append", default=[], type=Path, metavar="P",
+                     help="applied to the engine tree before PATCH, for base and patched alike (repeatable)")
+    val.add_argument("--engine-src", type=Path)
+    val.add_argument("--model", help="bundled model name or HF model folder (default: the case's, else tiny-llama-add)")
+    val.add_argument("--dtype", default="float32")
+    val.add_argument("--symptom", type=Path, help="symptom spec YAML")
+    val.add_argument("--case", type=Path, help="a bundled case folder: base patches, model and symptom")
+    val.add_argument("--suites", help="comma-separated suites or kinds, e.g. parity,accuracy/addition-zero-shot")
+    val.add_argument("--out", type=Path, help="report folder (default reports/<time>-<patch>/)")
+    val.add_argument("--fail-on", help="comma-separated verdicts that exit 1 (default: all but RESOLVED/CLEAN)")
+    val.add_argument("--timeout", type=float, default=900.0, help="per-worker timeout in seconds")
+    val.add_argument("--no-reuse", action="store_true", help="do not reuse cached worker results")
+    val.add_argument("--json", action="store_true", help="print verdict.json to stdout")
+
+    rep = sub.add_parser("report", help="re-render a report folder from its stored results (no engine)")
+    rep.add_argument("folder", type=Path)
+
     sub.add_parser("demo", help="the main job on the bundled default")
     return parser
 
@@ -83,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "models": commands.cmd_models, "doctor": commands.cmd_doctor, "build": commands.cmd_build,
         "run": commands.cmd_run, "parity": commands.cmd_parity, "demo": commands.cmd_demo,
+        "validate": commands.cmd_validate, "report": commands.cmd_report,
     }
     started = time.time()
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from dataclasses import asdict
@@ -18,7 +19,10 @@ from infercheck.cli import parse_engine_arg, progress
 from infercheck.device import detect_device
 from infercheck.errors import InfercheckError
 from infercheck.models import zoo
-from infercheck.paths import cache_dir
+from infercheck.cases import load_case
+from infercheck.paths import PATCHES_DIR, cache_dir, reports_dir
+from infercheck.pipeline import ValidateOptions, validate
+from infercheck.report import render_from_dir, write_index
 from infercheck.run.job import Group, Job, Request
 from infercheck.run.launcher import launch
 
@@ -145,7 +149,55 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0
 
 
+def validate_options(args: argparse.Namespace) -> ValidateOptions:
+    opts = ValidateOptions(patch=args.patch, base_patches=list(args.base_patch), engine_src=args.engine_src,
+                           model=args.model or "tiny-llama-add", dtype=args.dtype, symptom=args.symptom,
+                           suites=[s.strip() for s in args.suites.split(",") if s.strip()] if args.suites else None,
+                           out=args.out, fail_on=args.fail_on.split(",") if args.fail_on else None,
+                           timeout_s=args.timeout, reuse=not args.no_reuse,
+                           command="infercheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
+    if args.case is not None:
+        case = load_case(args.case)
+        opts.base_patches = [*case.base_patches, *opts.base_patches]
+        opts.model = args.model or case.model
+        opts.symptom = args.symptom or case.symptom
+        opts.suites = opts.suites or (list(case.suites) or None)
+        opts.case = case.id
+        candidate = case.candidate_for(args.patch)
+        opts.expected = candidate.expected if candidate else None
+    return opts
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    opts = validate_options(args)
+    run, folder = validate(opts, progress)
+    if args.json:
+        print((folder / "verdict.json").read_text())
+    expected = f" (expected {run.expected})" if run.expected else ""
+    print(f"{run.verdict.headline}{expected}: {folder / 'index.html'}")
+    for flag in run.verdict.flags:
+        print(f"  {flag.code}: {flag.message}")
+    return run.verdict.exit_code
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    paths = render_from_dir(args.folder)
+    if args.folder.resolve().parent == reports_dir().resolve():
+        write_index(reports_dir())
+    print(paths["html"])
+    return 0
+
+
+DEMO_CASE = PATCHES_DIR / "rotary-long-positions"
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
-    demo = argparse.Namespace(patch=[], engine_src=None, model="tiny-llama-add", dtype="float32", prompts=8,
-                              max_tokens=6, timeout=900.0, out=None)
-    return cmd_parity(demo)
+    """Validate one bundled candidate and print the report path."""
+    case = load_case(DEMO_CASE)
+    candidate = case.candidates[0]
+    demo = argparse.Namespace(patch=candidate.patch, base_patch=[], engine_src=None, model=None, dtype="float32",
+                              symptom=None, case=DEMO_CASE, suites=None, out=None, fail_on=None, timeout=900.0,
+                              no_reuse=False, json=False)
+    progress(f"demo: validating {candidate.patch.relative_to(PATCHES_DIR.parent)} against case {case.id}")
+    code = cmd_validate(demo)
+    return 0 if code in (0, 1) else code

@@ -13,6 +13,11 @@ PATCHES_DIR = REPO_ROOT / "patches"
 REPORTS_DIR = REPO_ROOT / "reports"
 
 
+def reports_dir() -> Path:
+    """Where validate writes reports: $INFERCHECK_REPORTS, else reports/ in the repository."""
+    return Path(os.environ.get("INFERCHECK_REPORTS") or REPORTS_DIR).expanduser()
+
+
 def cache_dir() -> Path:
     """The cache root: $INFERCHECK_CACHE, else ~/.cache/infercheck."""
     root = os.environ.get("INFERCHECK_CACHE") or str(Path.home() / ".cache" / "infercheck")

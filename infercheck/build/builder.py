@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from infercheck.build.engine_env import EngineEnv, installed_env
@@ -28,6 +29,5 @@ def build_variant(tree: EngineTree, patch_paths: list[Path], name: str, device: 
     if compiled:
         return build_source(applied, name, device), applied
     if tree.source == "installed" and not applied.touched:
-        env = installed_env(device, applied.tree_hash)
-        return EngineEnv(name, env.strategy, env.python, env.tree_hash, env.pythonpath, env.env), applied
+        return replace(installed_env(device, applied.tree_hash), name=name), applied
     return build_overlay(applied, find_installed_engine(), name, device), applied

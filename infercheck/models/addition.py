@@ -1,7 +1,8 @@
 """Two-digit addition data: the task the bundled models are trained and measured on.
 
-Every (a, b) pair with 0 <= a, b <= 99 is one example "a+b=" -> "sum". A fixed seed splits the
-10,000 pairs into test / few-shot / train, so no held-out pair is ever trained on.
+Every (a, b) pair with 0 <= a, b <= 99 is one example "aa+bb=" -> "sss" (fixed width, zero padded:
+"07+45=052"), so every digit sits at a fixed distance from "=". A fixed seed splits the 10,000 pairs
+into test / few-shot / train, so no held-out pair is ever trained on.
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ class Example:
 
     @property
     def question(self) -> str:
-        return f"{self.a}+{self.b}="
+        return f"{self.a:02d}+{self.b:02d}="
 
     @property
     def answer(self) -> str:
-        return str(self.a + self.b)
+        return f"{self.a + self.b:03d}"
 
     @property
     def text(self) -> str:
@@ -57,7 +58,26 @@ def write_splits(out_dir: Path) -> dict[str, Path]:
                 row = {**asdict(ex), "question": ex.question, "answer": ex.answer}
                 fh.write(json.dumps(row) + "\n")
         written[name] = path
+    mc_path = out_dir / "mc_test.jsonl"
+    mc_path.write_text("".join(json.dumps(r) + "\n" for r in mc_rows(split_examples()["test"])))
+    written["mc_test"] = mc_path
     return written
+
+
+MC_SIZE = 200
+
+
+def mc_rows(test: list[Example]) -> list[dict]:
+    """Multiple-choice items over the first MC_SIZE test pairs: the sum and three near misses."""
+    rows = []
+    for i, ex in enumerate(test[:MC_SIZE]):
+        total = ex.a + ex.b
+        wrong = [w for w in (total + 1, total - 1, total + 10, total - 10, total + 11) if 0 <= w <= 198][:3]
+        choices = [f"{total:03d}"] + [f"{w:03d}" for w in wrong]
+        shift = i % 4  # the right answer at every position equally often
+        choices = choices[shift:] + choices[:shift]
+        rows.append({"question": ex.question, "choices": choices, "label": choices.index(f"{total:03d}")})
+    return rows
 
 
 def load_split(path: Path) -> list[Example]:

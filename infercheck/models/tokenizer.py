@@ -18,13 +18,15 @@ def vocab_size() -> int:
 
 def save_tokenizer(out_dir: Path, model_max_length: int) -> None:
     """Write tokenizer.json + tokenizer_config.json + special_tokens_map.json."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
     vocab = {tok: i for i, tok in enumerate(VOCAB)}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
     tok.decoder = decoders.Fuse()
+    # Every sequence starts with <s>, in training and at inference (HF and vLLM tokenize alike).
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", BOS_ID)])
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         bos_token="<s>",

@@ -10,39 +10,33 @@ from pathlib import Path
 from typing import Any, Callable
 
 from infercheck.models.addition import Example, packed_sequence
-from infercheck.models.tokenizer import VOCAB
+from infercheck.models.tokenizer import BOS_ID, VOCAB
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Phases of (steps, batch_size, seq_len): short sequences learn the task cheaply, long ones
-    teach every position the apps reach. One cosine learning-rate schedule spans all phases."""
+    """`steps` optimizer steps; step i uses batch shape `pattern[i % len(pattern)]` =
+    (batch_size, seq_len). Long sequences teach every position the apps reach; short ones put
+    many examples right after <s>, the zero-shot case. One cosine schedule spans all steps."""
 
-    phases: tuple[tuple[int, int, int], ...]
+    steps: int
+    pattern: tuple[tuple[int, int], ...]
     lr: float
     seed: int
     warmup: int = 50
     threads: int = 2
 
-    @property
-    def steps(self) -> int:
-        return sum(p[0] for p in self.phases)
-
-    def phase_at(self, step: int) -> tuple[int, int]:
-        """(batch_size, seq_len) at a global step."""
-        for steps, batch, seq_len in self.phases:
-            if step < steps:
-                return batch, seq_len
-            step -= steps
-        return self.phases[-1][1], self.phases[-1][2]
+    def shape_at(self, step: int) -> tuple[int, int]:
+        return self.pattern[step % len(self.pattern)]
 
 
 QUESTION_LOSS_WEIGHT = 0.1  # the operands are random: the answer digits carry the signal
 
 
 def encode(text: str) -> list[int]:
+    """<s> then one id per character (what the saved tokenizer produces)."""
     index = {tok: i for i, tok in enumerate(VOCAB)}
-    return [index[ch] for ch in text]
+    return [BOS_ID] + [index[ch] for ch in text]
 
 
 def answer_weights(text: str) -> list[float]:
@@ -77,11 +71,11 @@ def train_causal_lm(model: Any, train: list[Example], cfg: TrainConfig,
     start = time.time()
     loss_value = float("nan")
     for step in range(cfg.steps):
-        batch_size, seq_len = cfg.phase_at(step)
-        texts = [packed_sequence(rng, train, seq_len + 1) for _ in range(batch_size)]
+        batch_size, seq_len = cfg.shape_at(step)
+        texts = [packed_sequence(rng, train, seq_len) for _ in range(batch_size)]
         ids = torch.tensor([encode(t) for t in texts], dtype=torch.long)
-        # weight of target i = weight of the character it predicts (text[i + 1])
-        weights = torch.tensor([answer_weights(t)[1:] for t in texts])
+        # target i is text[i] (ids are shifted by the leading <s>)
+        weights = torch.tensor([answer_weights(t) for t in texts])
         logits = model(input_ids=ids[:, :-1]).logits
         per_token = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                                       ids[:, 1:].reshape(-1), reduction="none")

@@ -45,16 +45,16 @@ SPECS: dict[str, ModelSpec] = {
     "tiny-llama-add": ModelSpec(
         name="tiny-llama-add",
         architecture="llama",
-        description="Llama, head_dim 64, char tokenizer, trained on packed 2-digit addition (768 tokens).",
+        description="Llama, head_dim 64, char tokenizer, trained on packed 2-digit addition (769 tokens).",
         config=dict(COMMON),
-        train=TrainConfig(phases=((600, 32, 160), (150, 8, 768)), lr=3e-3, seed=0),
+        train=TrainConfig(steps=1600, pattern=((8, 768), (8, 768), (64, 40)), lr=4e-3, seed=0),
     ),
     "tiny-sliding": ModelSpec(
         name="tiny-sliding",
         architecture="mistral",
         description="Mistral, sliding_window 32, head_dim 64, char tokenizer, trained on packed addition.",
         config=dict(COMMON, sliding_window=32),
-        train=TrainConfig(phases=((500, 32, 160), (100, 8, 512)), lr=3e-3, seed=1),
+        train=TrainConfig(steps=1000, pattern=((8, 768), (8, 768), (64, 40)), lr=4e-3, seed=1),
     ),
 }
 
@@ -172,7 +172,7 @@ def build(name: str, force: bool = False, log: Callable[[str], None] = print) ->
         "description": spec.description,
         "trained": True,
         "build_command": f"infercheck models build {name} --force",
-        "train": {"phases": spec.train.phases, "lr": spec.train.lr, "seed": spec.train.seed, **stats},
+        "train": {"steps": spec.train.steps, "pattern": spec.train.pattern, "lr": spec.train.lr, "seed": spec.train.seed, **stats},
         "accuracy": accuracy,
         "accuracy_note": "HF float32 greedy exact match; zero_shot on 500 held-out pairs, many_shot on 100 (400+ token prompts)",
         "torch_threads": spec.train.threads,

@@ -9,8 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from infercheck.run.job import Group, GroupResult, Job, Request, RequestResult
-from infercheck.run.worker import WorkerInputError
+from infercheck.run.job import Group, GroupResult, Job, Request, RequestResult, WorkerInputError
 
 SUPPORTED_SAMPLING = {"max_tokens", "temperature", "ignore_eos", "seed"}
 
@@ -42,6 +41,13 @@ def top_k(row: Any, k: int, include: int | None) -> list[list[float]]:
     return pairs
 
 
+def with_candidates(pairs: list[list[float]], row: Any, candidates: list[int]) -> list[list[float]]:
+    """Add the reference logprob of each candidate id (the engine's top-k) not already listed."""
+    listed = {int(p[0]) for p in pairs}
+    extra = [[int(c), float(row[c])] for c in candidates if int(c) not in listed]
+    return sorted(pairs + extra, key=lambda p: -p[1])
+
+
 def score(model: Any, request: Request, prompt_ids: list[int], eos_id: int | None) -> RequestResult:
     import torch
 
@@ -66,15 +72,18 @@ def score(model: Any, request: Request, prompt_ids: list[int], eos_id: int | Non
     result = RequestResult(id=request.id, group="", prompt_ids=prompt_ids, output_ids=out_ids, text="",
                            finish_reason="stop" if out_ids and out_ids[-1] == eos_id else "length",
                            chosen_logprobs=chosen)
-    if k:
-        result.logprobs = [top_k(row, k, t) for row, t in zip(gen_rows, out_ids)]
+    candidates = request.candidate_ids or [[] for _ in out_ids]
+    if k or request.candidate_ids:
+        result.logprobs = [with_candidates(top_k(row, max(k, 1), t), row, cands)
+                           for row, t, cands in zip(gen_rows, out_ids, candidates)]
     if request.prompt_logprobs is not None:
         pk = max(1, request.prompt_logprobs)
         result.prompt_logprobs = [None] + [top_k(logprobs[i - 1], pk, prompt_ids[i]) for i in range(1, n)]
     return result
 
 
-def run_group(job: Job, group: Group, emit: Callable[[RequestResult], None]) -> GroupResult:
+def run_group(job: Job, group: Group, emit: Callable[[RequestResult], None],
+              emit_samples: Callable[[list[dict[str, Any]]], None]) -> GroupResult:
     for request in group.requests:
         check_sampling(request)
     t0 = time.time()
@@ -89,9 +98,16 @@ def run_group(job: Job, group: Group, emit: Callable[[RequestResult], None]) -> 
         result = score(model, request, prompt_ids, tokenizer.eos_token_id)
         result.group = group.name
         result.text = tokenizer.decode(result.output_ids, skip_special_tokens=True)
+        mentioned = set(result.output_ids) | {int(p[0]) for pos in result.logprobs or [] for p in pos}
+        result.pieces = {str(t): tokenizer.decode([t]) for t in sorted(mentioned)}
         result.elapsed_s = round(time.time() - started, 4)
         prompt_tokens += len(prompt_ids)
         output_tokens += len(result.output_ids)
         emit(result)
+    elapsed = time.time() - t1
+    if group.lm_eval:
+        from infercheck.run.lm_eval_runner import make_hf, run_tasks
+
+        emit_samples(run_tasks(make_hf(model, tokenizer), group.lm_eval, group.name))
     return GroupResult(group.name, group.engine_args, len(group.requests), prompt_tokens, output_tokens,
-                       round(time.time() - t1, 4), round(startup, 3))
+                       round(elapsed, 4), round(startup, 3))

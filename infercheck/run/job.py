@@ -16,6 +16,14 @@ from infercheck.errors import InfercheckError
 BACKENDS = ("vllm", "hf")
 
 
+class WorkerInputError(Exception):
+    """Bad job input found inside the worker (e.g. an unknown engine argument); `kind` names it."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 @dataclass
 class Request:
     id: str
@@ -24,8 +32,10 @@ class Request:
     sampling: dict[str, Any] = field(default_factory=lambda: {"max_tokens": 8, "temperature": 0.0})
     logprobs: int | None = None  # top-k logprobs per generated position
     prompt_logprobs: int | None = None
-    # Reference scoring: re-score this continuation (teacher forcing) instead of generating.
+    # Reference scoring: re-score this continuation (teacher forcing) instead of generating,
+    # reporting at each position the logprobs of candidate_ids[t] (the engine's top-k) too.
     continuation_ids: list[int] | None = None
+    candidate_ids: list[list[int]] | None = None
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.prompt_token_ids is None):
@@ -33,10 +43,24 @@ class Request:
 
 
 @dataclass
+class LmEvalTask:
+    """An lm-eval task run inside the worker against its live engine (or the HF reference)."""
+
+    name: str  # lm-eval task name
+    label: str  # the infercheck suite it serves (a task may serve several, e.g. 0- and 60-shot)
+    include_path: str  # folder with the task YAML (staged into the run folder)
+    metrics: list[str] = field(default_factory=lambda: ["exact_match", "acc"])
+    limit: int | None = None
+    num_fewshot: int | None = None
+    include_defaults: bool = False  # True only for standard hub tasks
+
+
+@dataclass
 class Group:
     name: str
     engine_args: dict[str, Any]
     requests: list[Request]
+    lm_eval: list[LmEvalTask] = field(default_factory=list)
 
 
 @dataclass
@@ -60,8 +84,8 @@ class Job:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Job":
         try:
-            groups = [Group(g["name"], dict(g.get("engine_args") or {}),
-                            [Request(**r) for r in g["requests"]]) for g in data["groups"]]
+            groups = [Group(g["name"], dict(g.get("engine_args") or {}), [Request(**r) for r in g["requests"]],
+                            [LmEvalTask(**t) for t in g.get("lm_eval") or []]) for g in data["groups"]]
             return cls(data["backend"], data["model"], data.get("dtype", "float32"), groups, data.get("seed", 0))
         except (KeyError, TypeError) as exc:
             raise InfercheckError(f"malformed job: {exc}") from None
@@ -88,6 +112,7 @@ class RequestResult:
     chosen_logprobs: list[float] | None = None  # logprob of each output token
     prompt_logprobs: list[list[list[float]] | None] | None = None
     elapsed_s: float = 0.0
+    pieces: dict[str, str] = field(default_factory=dict)  # token id -> decoded text, for reports
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RequestResult":
@@ -111,6 +136,7 @@ class GroupResult:
 
 
 RESULTS = "results.jsonl"
+LM_EVAL = "lm_eval.jsonl"
 GROUPS = "groups.jsonl"
 STATUS = "status.json"
 STDOUT = "worker.stdout"

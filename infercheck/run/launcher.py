@@ -76,17 +76,17 @@ def launch(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float = DEFAULT_T
     return classify(env.name, out_dir, returncode, elapsed, timeout_s)
 
 
-def kill_group(proc: subprocess.Popen) -> None:
+def kill_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
+    """SIGTERM the worker's process group, then SIGKILL whatever is left of it."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
-            return
+            break
         try:
-            proc.wait(timeout=5)
-            return
+            proc.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
-            continue
+            pass
 
 
 def classify(variant: str, out_dir: Path, returncode: int | None, elapsed: float, timeout_s: float) -> WorkerRun:

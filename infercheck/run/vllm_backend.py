@@ -8,8 +8,7 @@ import time
 from dataclasses import fields
 from typing import Any, Callable
 
-from infercheck.run.job import Group, GroupResult, Job, Request, RequestResult
-from infercheck.run.worker import WorkerInputError
+from infercheck.run.job import Group, GroupResult, Job, Request, RequestResult, WorkerInputError
 
 # CPU needs an explicit KV-cache size (its memory check refuses to start otherwise).
 CPU_KV_CACHE_BYTES = 256 * 1024 * 1024
@@ -74,7 +73,33 @@ def engine_metrics(llm: Any) -> dict[str, float]:
     return out
 
 
-def run_group(job: Job, group: Group, emit: Callable[[RequestResult], None]) -> GroupResult:
+def pieces_of(completion: Any) -> dict[str, str]:
+    """Decoded text of every token id mentioned in the output and its logprobs."""
+    pieces: dict[str, str] = {}
+    for position in completion.logprobs or []:
+        for tid, lp in position.items():
+            if lp.decoded_token is not None:
+                pieces[str(tid)] = lp.decoded_token
+    return pieces
+
+
+def to_result(request: Request, group: str, output: Any, elapsed: float) -> RequestResult:
+    completion = output.outputs[0]
+    out_ids = list(completion.token_ids)
+    logprobs = chosen = None
+    if completion.logprobs is not None:
+        logprobs = [ranked(p) for p in completion.logprobs]
+        chosen = [float(p[t].logprob) for p, t in zip(completion.logprobs, out_ids)]
+    prompt_lps = [ranked(p) for p in output.prompt_logprobs] if output.prompt_logprobs is not None else None
+    return RequestResult(
+        id=request.id, group=group, prompt_ids=list(output.prompt_token_ids), output_ids=out_ids,
+        text=completion.text, finish_reason=completion.finish_reason, logprobs=logprobs, chosen_logprobs=chosen,
+        prompt_logprobs=prompt_lps, elapsed_s=round(elapsed, 4), pieces=pieces_of(completion),
+    )
+
+
+def run_group(job: Job, group: Group, emit: Callable[[RequestResult], None],
+              emit_samples: Callable[[list[dict[str, Any]]], None]) -> GroupResult:
     from vllm import LLM
 
     kwargs = engine_kwargs(job, group)
@@ -85,24 +110,18 @@ def run_group(job: Job, group: Group, emit: Callable[[RequestResult], None]) -> 
     llm = LLM(model=job.model, **kwargs)
     startup = time.time() - t0
     t1 = time.time()
-    outputs = llm.generate(prompts, params, use_tqdm=False)
+    outputs = llm.generate(prompts, params, use_tqdm=False) if prompts else []
     elapsed = time.time() - t1
     prompt_tokens = output_tokens = 0
     for request, output in zip(group.requests, outputs):
-        completion = output.outputs[0]
-        out_ids = list(completion.token_ids)
-        logprobs = [ranked(p) for p in completion.logprobs] if completion.logprobs is not None else None
-        chosen = None
-        if completion.logprobs is not None:
-            chosen = [float(p[t].logprob) for p, t in zip(completion.logprobs, out_ids)]
-        prompt_lps = [ranked(p) for p in output.prompt_logprobs] if output.prompt_logprobs is not None else None
-        prompt_tokens += len(output.prompt_token_ids)
-        output_tokens += len(out_ids)
-        emit(RequestResult(
-            id=request.id, group=group.name, prompt_ids=list(output.prompt_token_ids), output_ids=out_ids,
-            text=completion.text, finish_reason=completion.finish_reason, logprobs=logprobs,
-            chosen_logprobs=chosen, prompt_logprobs=prompt_lps, elapsed_s=round(elapsed, 4),
-        ))
+        result = to_result(request, group.name, output, elapsed)
+        prompt_tokens += len(result.prompt_ids)
+        output_tokens += len(result.output_ids)
+        emit(result)
+    if group.lm_eval:
+        from infercheck.run.lm_eval_runner import make_live_vllm, run_tasks
+
+        emit_samples(run_tasks(make_live_vllm(llm), group.lm_eval, group.name))
     metrics = engine_metrics(llm)
     del llm
     gc.collect()

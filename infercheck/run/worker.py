@@ -17,17 +17,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from infercheck.run.job import GROUPS, RESULTS, STATUS, GroupResult, Job, RequestResult
+from infercheck.errors import InfercheckError
+from infercheck.run.job import GROUPS, LM_EVAL, RESULTS, STATUS, GroupResult, Job, RequestResult, WorkerInputError
 
 EXIT_HANDLED_ERROR = 3
-
-
-class WorkerInputError(Exception):
-    """Bad job input detected inside the worker (e.g. an unknown engine argument)."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
 
 
 def probe() -> dict[str, Any]:
@@ -61,13 +54,18 @@ def run_job(job: Job, out: Path) -> None:
         from infercheck.run import vllm_backend as backend
     else:
         from infercheck.run import hf_backend as backend  # type: ignore[no-redef]
-    with (out / RESULTS).open("a") as results, (out / GROUPS).open("a") as groups:
+    with (out / RESULTS).open("a") as results, (out / GROUPS).open("a") as groups, \
+            (out / LM_EVAL).open("a") as lm_eval_rows:
         for group in job.groups:
             def emit(result: RequestResult) -> None:
                 results.write(json.dumps(asdict(result)) + "\n")
                 results.flush()
 
-            summary: GroupResult = backend.run_group(job, group, emit)
+            def emit_samples(rows: list[dict[str, Any]]) -> None:
+                lm_eval_rows.writelines(json.dumps(r) + "\n" for r in rows)
+                lm_eval_rows.flush()
+
+            summary: GroupResult = backend.run_group(job, group, emit, emit_samples)
             groups.write(json.dumps(asdict(summary)) + "\n")
             groups.flush()
 
@@ -90,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
         run_job(job, out)
     except WorkerInputError as exc:
         write_status(out, state="error", kind=exc.kind, message=str(exc))
+        return EXIT_HANDLED_ERROR
+    except InfercheckError as exc:
+        write_status(out, state="error", kind="bad_job", message=str(exc))
         return EXIT_HANDLED_ERROR
     except Exception as exc:  # the harness turns this into one line; the trace stays in stderr
         traceback.print_exc()

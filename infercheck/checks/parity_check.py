@@ -1,0 +1,68 @@
+"""Parity suites (and parity symptoms) as CheckResults: base and patched, each vs the reference."""
+
+from __future__ import annotations
+
+from infercheck.checks.parity import ParityStats, RequestParity, parity_stats, teacher_forced, within_tolerance
+from infercheck.checks.records import FLAG_NOT_RESTORED, FLAG_REGRESSED, CheckResult, Observation
+from infercheck.run.job import RequestResult
+
+MAX_EXAMPLES = 3
+
+
+def criterion_text(profile: dict[str, float]) -> str:
+    return (f"teacher-forced vs reference: max KL <= {profile['max_kl']:g}, mean KL <= {profile['mean_kl']:g}, "
+            f"max |Δlogprob| <= {profile['max_abs_dlogprob']:g}, top-1 agreement >= {profile['min_top1']:g} "
+            f"(near ties within {profile['near_tie']:g} nats allowed)")
+
+
+def observe(variant: str, stats: ParityStats, profile: dict[str, float]) -> Observation:
+    ok, reasons = within_tolerance(stats, profile)
+    detail = {k: v for k, v in stats.to_dict().items() if k not in ("max_kl", "diverged_requests")}
+    detail["diverged_requests"] = len(stats.diverged_requests)
+    if reasons:
+        detail["failed_on"] = "; ".join(reasons)
+    return Observation(variant, stats.max_kl, ok, None, stats.positions, detail)
+
+
+def divergence_examples(variant: str, rows: list[RequestParity], results: dict[str, RequestResult],
+                        references: dict[str, RequestResult], prompts: dict[str, str]) -> list[dict]:
+    examples = []
+    for row in rows:
+        pos = row.first_divergence
+        if pos is None:
+            continue
+        result, ref = results[row.id], references[row.id]
+        pieces = {**ref.pieces, **result.pieces}
+        text = lambda ids: "".join(pieces.get(str(t), f"<{t}>") for t in ids)  # noqa: E731
+        position = row.positions[pos]
+        examples.append({
+            "variant": variant, "request": row.id, "position": pos,
+            "context": (prompts.get(row.id, "") + text(result.output_ids[:pos]))[-60:],
+            "engine_token": text([result.output_ids[pos]]), "reference_token": text([position.ref_best]),
+            "reference_gap_nats": round(position.ref_gap, 4), "kl": position.kl,
+            "engine_text": text(result.output_ids),
+        })
+        if len(examples) >= MAX_EXAMPLES:
+            break
+    return examples
+
+
+def parity_check(name: str, kind: str, engine: dict[str, list[RequestResult]],
+                 references: dict[str, dict[str, RequestResult]], profile: dict[str, float], affected: bool,
+                 prompts: dict[str, str], why: str = "") -> CheckResult:
+    """engine: variant -> results; references: variant -> {engine request id: reference scoring}."""
+    observations, examples = {}, []
+    for variant in ("base", "patched"):
+        rows = teacher_forced(engine[variant], references[variant], profile["near_tie"])
+        observations[variant] = observe(variant, parity_stats(rows), profile)
+        by_id = {r.id: r for r in engine[variant]}
+        examples += divergence_examples(variant, rows, by_id, references[variant], prompts)
+    base, patched = observations["base"], observations["patched"]
+    flags = []
+    if base.passed and not patched.passed:
+        flags.append(FLAG_REGRESSED)
+    if not patched.passed:
+        flags.append(FLAG_NOT_RESTORED)
+    reference = Observation("reference", 0.0, True, None, patched.n, {"role": "HF transformers float32, ground truth"})
+    return CheckResult(name, kind, "max_kl", criterion_text(profile), affected, base, patched, reference, flags,
+                       {"profile": profile}, examples, why)

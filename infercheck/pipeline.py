@@ -1,0 +1,231 @@
+"""`infercheck validate`: intake → plan → build → run → checks → verdict → report.
+
+Each stage's output is plain data handed to the next; only run/ workers touch an engine. Bad input
+found before any worker starts raises InfercheckError (one line, exit 2); anything that goes wrong
+once runs have started ends in a verdict (ERROR:<stage>) with a report, never a traceback.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import yaml
+
+from infercheck.build.builder import build_variant
+from infercheck.build.engine_env import EngineEnv, installed_env
+from infercheck.build.tree import engine_tree, find_installed_engine
+from infercheck.checks.accuracy import accuracy_check, per_sample
+from infercheck.checks.parity_check import parity_check
+from infercheck.checks.records import CheckResult, Flag, PatchInfo, ValidationRun
+from infercheck.checks.symptom import symptom_check
+from infercheck.device import detect_device
+from infercheck.errors import BuildError, InfercheckError
+from infercheck.models import zoo
+from infercheck.patch.intake import read_patch
+from infercheck.paths import SUITES_DIR, reports_dir
+from infercheck.plan import SYMPTOM, Plan, engine_job, make_plan, reference_eval_job, reference_job, stage_plan
+from infercheck.report import write_index, write_report
+from infercheck.run.cache import launch_cached
+from infercheck.run.job import RequestResult, read_jsonl
+from infercheck.run.launcher import WorkerRun
+from infercheck.run.pytest_runner import run_pytest
+from infercheck.suites import SymptomSpec, load_symptom, select_suites
+from infercheck.verdict import decide
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class ValidateOptions:
+    patch: Path
+    base_patches: list[Path] = field(default_factory=list)
+    engine_src: Path | None = None
+    model: str = "tiny-llama-add"
+    dtype: str = "float32"
+    symptom: Path | None = None
+    suites: list[str] | None = None
+    out: Path | None = None
+    fail_on: list[str] | None = None
+    timeout_s: float = 900.0
+    reuse: bool = True
+    case: str | None = None
+    expected: str | None = None
+    command: str = ""
+
+
+@dataclass
+class Variants:
+    base: EngineEnv
+    patched: EngineEnv | None
+    build_error: str | None = None
+
+
+def patch_info(path: Path) -> PatchInfo:
+    patch = read_patch(path)
+    return PatchInfo(str(path), path.name, patch.text, patch.classes)
+
+
+def tolerance_profile(dtype: str) -> dict[str, float]:
+    profiles = yaml.safe_load((SUITES_DIR / "tolerances.yaml").read_text())
+    if dtype not in profiles:
+        raise InfercheckError(f"no tolerance profile for dtype {dtype!r} (known: {', '.join(profiles)})")
+    return {k: float(v) for k, v in profiles[dtype].items()}
+
+
+def report_folder(opts: ValidateOptions, started: datetime) -> Path:
+    if opts.out:
+        return opts.out
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{opts.case + '-' if opts.case else ''}{opts.patch.stem}")[:60]
+    folder = reports_dir() / f"{started.strftime('%Y%m%d-%H%M%S')}-{slug}"
+    n = 1
+    while folder.exists():
+        n += 1
+        folder = folder.with_name(f"{folder.name.rsplit('~', 1)[0]}~{n}")
+    return folder
+
+
+def build_variants(opts: ValidateOptions, device: str) -> Variants:
+    tree = engine_tree(opts.engine_src)
+    base, _ = build_variant(tree, opts.base_patches, "base", device)
+    try:
+        patched, _ = build_variant(tree, [*opts.base_patches, opts.patch], "patched", device)
+    except BuildError as exc:
+        return Variants(base, None, str(exc))
+    return Variants(base, patched)
+
+
+def run_variant(job, env: EngineEnv, out: Path, opts: ValidateOptions, progress: Progress) -> WorkerRun:
+    started = time.time()
+    run, reused = launch_cached(job, env, out, opts.timeout_s, reuse=opts.reuse)
+    state = "reused from cache" if reused else ("ok" if run.ok else f"FAILED ({run.error_kind})")
+    progress(f"run {env.name}: {state} in {time.time() - started:.1f}s")
+    return run
+
+
+def samples_of(run: WorkerRun) -> list[dict]:
+    return read_jsonl(run.out_dir / "lm_eval.jsonl")
+
+
+def make_checks(plan: Plan, runs: dict[str, WorkerRun], reference: WorkerRun, reference_eval: WorkerRun | None,
+                id_map: dict[str, dict[str, str]], profile: dict[str, float],
+                pytest_outcomes: dict | None) -> list[CheckResult]:
+    engine = {v: runs[v].results() for v in ("base", "patched")}
+    ref_by_id = {r.id: r for r in reference.results()}
+    refs = {v: {eid: ref_by_id[rid] for eid, rid in id_map[v].items() if rid in ref_by_id} for v in engine}
+    prompts = {w.request_id(p): p for w in plan.workloads for p in w.prompts}
+    affected = set(plan.symptom.affected) if plan.symptom and plan.symptom.affected else None
+    is_affected = lambda name: affected is None or name in affected  # noqa: E731
+    checks: list[CheckResult] = []
+    if plan.symptom is not None:
+        only = lambda results: [r for r in results if r.id.startswith(SYMPTOM + "#")]  # noqa: E731
+        checks.append(symptom_check(plan.symptom, {v: only(engine[v]) for v in engine}, refs, prompts, profile,
+                                    pytest_outcomes))
+    for suite in plan.parity_suites():
+        mine = {v: [r for r in engine[v] if r.id.startswith(suite.name + "#")] for v in engine}
+        checks.append(parity_check(suite.name, "parity", mine, refs, profile, is_affected(suite.name),
+                                   {k: p.text for k, p in prompts.items()}, suite.spec.get("description", "")))
+    rows = {"base": samples_of(runs["base"]), "patched": samples_of(runs["patched"]),
+            "reference": samples_of(reference_eval) if reference_eval else []}
+    for suite in plan.accuracy_suites():
+        metric = suite.spec["metric"]
+        samples = {v: per_sample(rows[v], suite.name, metric) for v in rows}
+        checks.append(accuracy_check(suite.name, metric, float(suite.spec.get("tolerance", 0.05)), samples,
+                                     is_affected(suite.name), suite.spec.get("description", "")))
+    return checks
+
+
+def validate(opts: ValidateOptions, progress: Progress) -> tuple[ValidationRun, Path]:
+    t0 = time.time()
+    started = datetime.now(timezone.utc)
+    stages: dict[str, float] = {}
+
+    def stage_done(name: str, since: float) -> None:
+        stages[name] = round(time.time() - since, 2)
+        progress(f"{name}: done in {stages[name]:.1f}s")
+
+    # intake: every input checked before anything runs
+    since = time.time()
+    patch = patch_info(opts.patch)
+    base_patches = [patch_info(p) for p in opts.base_patches]
+    model_dir = zoo.model_dir(opts.model)
+    model_name = model_dir.name
+    symptom: SymptomSpec | None = load_symptom(opts.symptom) if opts.symptom else None
+    profile = tolerance_profile(opts.dtype)
+    suites = select_suites(model_name, opts.suites)
+    stage_done("intake", since)
+
+    since = time.time()
+    plan = make_plan(str(model_dir), model_name, opts.dtype, suites, symptom)
+    progress(f"plan: {len(plan.workloads)} generation workload(s), {len(plan.accuracy_suites())} lm-eval suite(s): "
+             f"{', '.join(s.name for s in suites)}")
+    stage_done("plan", since)
+
+    device = detect_device()
+    since = time.time()
+    variants = build_variants(opts, device)  # a patch that does not apply stops here, before any output
+    stage_done("build", since)
+    out = report_folder(opts, started)
+    stage_plan(plan, out / "inputs")
+
+    engine = find_installed_engine()
+    run = ValidationRun(out.name, patch, base_patches, model_name, opts.dtype, device,
+                        f"{engine.distribution} {engine.version}", opts.command, started.isoformat(), 0.0, stages,
+                        [], decide([], [], symptom is not None), opts.case, opts.expected)
+    run_errors: list[Flag] = []
+    checks: list[CheckResult] = []
+    if variants.patched is None:
+        run_errors.append(Flag("ERROR:build", None, variants.build_error or "build failed"))
+    else:
+        checks, run_errors = run_and_check(plan, variants, opts, out, profile, progress, stages)
+    run.checks = checks
+    run.verdict = decide(checks, run_errors, symptom is not None, opts.fail_on)
+    run.elapsed_s = round(time.time() - t0, 2)
+    since = time.time()
+    write_report(run, out)
+    if out.parent == reports_dir():
+        write_index(reports_dir())
+    stage_done("report", since)
+    return run, out
+
+
+def run_and_check(plan: Plan, variants: Variants, opts: ValidateOptions, out: Path, profile: dict[str, float],
+                  progress: Progress, stages: dict[str, float]) -> tuple[list[CheckResult], list[Flag]]:
+    since = time.time()
+    job = engine_job(plan)
+    runs = {"base": run_variant(job, variants.base, out / "runs" / "base", opts, progress)}
+    if not runs["base"].ok:
+        return [], [Flag("ERROR:base", None, f"the unpatched base engine failed, nothing can be judged: "
+                                              f"{runs['base'].error}")]
+    runs["patched"] = run_variant(job, variants.patched, out / "runs" / "patched", opts, progress)
+    if not runs["patched"].ok:
+        return [], [Flag("ERROR:run", None, f"patched engine failed where base ran ({runs['patched'].error_kind}): "
+                                             f"{runs['patched'].error}")]
+    pytest_outcomes = None
+    if plan.symptom is not None and plan.symptom.kind == "pytest":
+        pytest_outcomes = {v: run_pytest(plan.symptom, env, out / "runs" / f"pytest-{v}", opts.timeout_s)
+                           for v, env in (("base", variants.base), ("patched", variants.patched))}
+    ref_env = replace(installed_env(detect_device()), name="reference")
+    ref_job, id_map = reference_job(plan, {v: runs[v].results() for v in runs})
+    reference = run_variant(ref_job, ref_env, out / "runs" / "reference", opts, progress)
+    eval_job = reference_eval_job(plan)
+    reference_eval = run_variant(eval_job, ref_env, out / "runs" / "reference-eval", opts, progress) if eval_job else None
+    stages["run"] = round(time.time() - since, 2)
+    for ref_run in (reference, reference_eval):
+        if ref_run is not None and not ref_run.ok:
+            return [], [Flag("ERROR:reference", None, f"the HF reference failed: {ref_run.error}")]
+    since = time.time()
+    checks = make_checks(plan, runs, reference, reference_eval, id_map, profile, pytest_outcomes)
+    stages["checks"] = round(time.time() - since, 2)
+    for check in checks:
+        progress(f"check {check.name}: base {fmt(check.base.passed)}, patched {fmt(check.patched.passed)}"
+                 f"{' [' + ', '.join(check.flags) + ']' if check.flags else ''}")
+    return checks, []
+
+
+def fmt(passed: bool | None) -> str:
+    return {True: "pass", False: "FAIL", None: "n/a"}[passed]

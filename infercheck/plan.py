@@ -1,0 +1,143 @@
+"""Plan: which suites run, and the worker jobs that carry them, grouped by engine config.
+
+The engine job is the same for base and patched: one group per distinct engine-args set, each
+holding the generation requests of the suites that use it (and the lm-eval tasks, on the default
+group). The reference job is built after the engine runs: it re-scores each engine continuation
+(teacher forcing, deduplicated across variants) and runs the lm-eval tasks through HF.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from infercheck.paths import SUITES_DIR
+from infercheck.prompts import Prompt, build_prompts
+from infercheck.run.job import Group, Job, LmEvalTask, Request, RequestResult
+from infercheck.suites import Suite, SymptomSpec
+
+SYMPTOM = "symptom"
+DEFAULT_TOP_K = 20
+
+
+@dataclass
+class Workload:
+    """Generation requests of one suite (or the symptom) under one engine config."""
+
+    name: str  # suite name or "symptom"
+    engine_args: dict[str, Any]
+    prompts: list[Prompt]
+    max_tokens: int
+    top_k: int = DEFAULT_TOP_K
+    sampling: dict[str, Any] = field(default_factory=dict)
+
+    def request_id(self, prompt: Prompt) -> str:
+        return f"{self.name}#{prompt.id}"
+
+    def requests(self) -> list[Request]:
+        sampling = {"max_tokens": self.max_tokens, "temperature": 0.0, "ignore_eos": True, **self.sampling}
+        return [Request(id=self.request_id(p), prompt=p.text, sampling=sampling, logprobs=self.top_k)
+                for p in self.prompts]
+
+
+@dataclass
+class Plan:
+    model: str  # folder
+    model_name: str
+    dtype: str
+    suites: list[Suite]
+    symptom: SymptomSpec | None
+    workloads: list[Workload]
+    tasks: list[LmEvalTask]
+
+    def accuracy_suites(self) -> list[Suite]:
+        return [s for s in self.suites if s.kind == "accuracy"]
+
+    def parity_suites(self) -> list[Suite]:
+        return [s for s in self.suites if s.kind == "parity"]
+
+
+def make_plan(model: str, model_name: str, dtype: str, suites: list[Suite], symptom: SymptomSpec | None,
+              inputs_dir: Path | None = None) -> Plan:
+    """The plan; lm-eval tasks are staged into inputs_dir when given (else later, by stage_plan)."""
+    workloads = [Workload(s.name, dict(s.spec.get("engine_args") or {}), build_prompts(s.spec["prompts"]),
+                          int(s.spec.get("max_tokens", 8)), int(s.spec.get("top_k", DEFAULT_TOP_K)))
+                 for s in suites if s.kind == "parity"]
+    if symptom is not None and symptom.kind != "pytest":
+        workloads.append(Workload(SYMPTOM, dict(symptom.engine_args), build_prompts(symptom.prompts),
+                                  symptom.max_tokens, DEFAULT_TOP_K, dict(symptom.sampling)))
+    plan = Plan(model, model_name, dtype, suites, symptom, workloads, [])
+    if inputs_dir is not None:
+        stage_plan(plan, inputs_dir)
+    return plan
+
+
+def stage_plan(plan: Plan, inputs_dir: Path) -> None:
+    accuracy = plan.accuracy_suites()
+    plan.tasks = stage_tasks(accuracy, inputs_dir) if accuracy else []
+
+
+def stage_tasks(suites: list[Suite], inputs_dir: Path) -> list[LmEvalTask]:
+    """Copy the lm-eval task YAML and its data into the run folder, data paths made absolute."""
+    tasks_dir = inputs_dir / "tasks"
+    tasks_dir.mkdir(parents=True, exist_ok=True)
+    for src in sorted((SUITES_DIR / "accuracy" / "tasks").glob("*.yaml")):
+        spec = yaml.safe_load(src.read_text())
+        files = (spec.get("dataset_kwargs") or {}).get("data_files") or {}
+        for split, rel in files.items():
+            target = inputs_dir / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(SUITES_DIR / rel, target)
+            files[split] = str(target)
+        (tasks_dir / src.name).write_text(yaml.safe_dump(spec, sort_keys=False))
+    return [LmEvalTask(name=s.spec["task"], label=s.name, include_path=str(tasks_dir), metrics=[s.spec["metric"]],
+                       limit=s.spec.get("limit"), num_fewshot=s.spec.get("num_fewshot"),
+                       include_defaults=s.standard) for s in suites]
+
+
+def engine_job(plan: Plan, backend: str = "vllm") -> Job:
+    groups: dict[str, Group] = {}
+    for workload in plan.workloads:
+        key = json.dumps(workload.engine_args, sort_keys=True)
+        group = groups.setdefault(key, Group(f"g{len(groups)}", workload.engine_args, []))
+        group.requests.extend(workload.requests())
+    if plan.tasks:
+        default = groups.setdefault(json.dumps({}), Group(f"g{len(groups)}", {}, []))
+        default.lm_eval = list(plan.tasks)
+    return Job(backend, plan.model, plan.dtype, list(groups.values()))
+
+
+def scoring_key(result: RequestResult) -> str:
+    return json.dumps([result.prompt_ids, result.output_ids, [[int(t) for t, _ in pos] for pos in result.logprobs or []]])
+
+
+def reference_job(plan: Plan, engine_results: dict[str, list[RequestResult]]) -> tuple[Job, dict[str, dict[str, str]]]:
+    """Teacher-forced scoring of every variant's continuations, deduplicated across variants.
+
+    Returns the job and, per variant, the map from engine request id to reference request id.
+    """
+    requests: dict[str, Request] = {}
+    id_map: dict[str, dict[str, str]] = {}
+    for variant, results in engine_results.items():
+        id_map[variant] = {}
+        for result in results:
+            key = scoring_key(result)
+            if key not in requests:
+                rid = f"r{len(requests)}"
+                requests[key] = Request(id=rid, prompt_token_ids=result.prompt_ids, continuation_ids=result.output_ids,
+                                        candidate_ids=[[int(t) for t, _ in pos] for pos in result.logprobs or []],
+                                        logprobs=1, sampling={"max_tokens": len(result.output_ids)})
+            id_map[variant][result.id] = requests[key].id
+    return Job("hf", plan.model, "float32", [Group("reference", {}, list(requests.values()))]), id_map
+
+
+def reference_eval_job(plan: Plan) -> Job | None:
+    """lm-eval through the HF reference: independent of the engine runs, so reused across patches."""
+    if not plan.tasks:
+        return None
+    return Job("hf", plan.model, "float32", [Group("reference-eval", {}, [], list(plan.tasks))])

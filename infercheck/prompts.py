@@ -1,0 +1,66 @@
+"""Prompt sets named in suite and symptom YAML: deterministic prompts with expected answers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from infercheck.errors import InfercheckError
+from infercheck.models import addition
+from infercheck.paths import DATA_DIR
+
+ADDITION = DATA_DIR / "addition"
+
+
+@dataclass(frozen=True)
+class Prompt:
+    id: str
+    text: str
+    answer: str | None = None  # expected completion before the first newline, when known
+
+
+def _addition(spec: dict[str, Any], many_shot: bool) -> list[Prompt]:
+    test = addition.load_split(ADDITION / "test.jsonl")
+    fewshot = addition.load_split(ADDITION / "fewshot.jsonl")
+    count, offset = int(spec.get("count", 8)), int(spec.get("offset", 0))
+    lo, hi = int(spec.get("min_chars", 400)), int(spec.get("max_chars", spec.get("min_chars", 400)))
+    prompts = []
+    for i in range(count):
+        ex = test[(offset + i) % len(test)]
+        if many_shot:
+            target = lo + (hi - lo) * i // max(1, count - 1)
+            shots = addition.shots_for_length(fewshot, target - len(ex.question), offset=offset + 7 * i)
+            text = addition.many_shot_prompt(shots, ex)
+        else:
+            text = ex.question
+        prompts.append(Prompt(f"{'m' if many_shot else 'z'}{offset + i}", text, ex.answer))
+    return prompts
+
+
+def _literal(spec: dict[str, Any]) -> list[Prompt]:
+    items = spec.get("prompts") or []
+    out = []
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            out.append(Prompt(f"l{i}", item))
+        else:
+            out.append(Prompt(str(item.get("id", f"l{i}")), item["text"], item.get("answer")))
+    return out
+
+
+PROMPT_SETS = {
+    "addition-zero-shot": lambda spec: _addition(spec, many_shot=False),
+    "addition-many-shot": lambda spec: _addition(spec, many_shot=True),
+    "literal": _literal,
+}
+
+
+def build_prompts(spec: dict[str, Any]) -> list[Prompt]:
+    """Expand a prompt-set spec, e.g. {set: addition-many-shot, count: 12, min_chars: 400}."""
+    name = spec.get("set", "literal")
+    if name not in PROMPT_SETS:
+        raise InfercheckError(f"unknown prompt set {name!r} (known: {', '.join(PROMPT_SETS)})")
+    prompts = PROMPT_SETS[name](spec)
+    if not prompts:
+        raise InfercheckError(f"prompt set {name!r} is empty")
+    return prompts

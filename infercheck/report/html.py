@@ -1,0 +1,58 @@
+"""index.html for one run and the reports index, from jinja2 templates (autoescaped)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from infercheck.checks.records import VARIANTS, ValidationRun
+from infercheck.report import view
+
+TEMPLATES = Path(__file__).parent / "templates"
+EXAMPLE_KEYS = ("request", "position", "engine_token", "reference_token", "context", "engine_text",
+                "reference_text")
+
+
+def diff_lines(text: str) -> list[tuple[str, str]]:
+    """(css class, line) for each line of a unified diff."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith(("+++", "---", "diff ", "index ")):
+            cls = "meta"
+        elif line.startswith("@@"):
+            cls = "hunk"
+        else:
+            cls = {"+": "add", "-": "del"}.get(line[:1], "ctx")
+        out.append((cls, line))
+    return out
+
+
+def example_columns(examples: list[dict[str, Any]]) -> list[str]:
+    """The known keys in reading order, then any others in first-seen order."""
+    seen = list(dict.fromkeys(k for ex in examples for k in ex))
+    return [k for k in EXAMPLE_KEYS if k in seen] + [k for k in seen if k not in EXAMPLE_KEYS]
+
+
+def _environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
+                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters.update(fmt=view.fmt, fmt_pass=view.fmt_pass, fmt_ci=view.fmt_ci, seconds=view.fmt_seconds,
+                       verdict_class=view.verdict_class, diff_lines=diff_lines)
+    env.globals.update(VARIANTS=VARIANTS, expected_matches=view.expected_matches,
+                       example_columns=example_columns)
+    return env
+
+
+ENV = _environment()
+
+
+def render_report(run: ValidationRun) -> str:
+    return ENV.get_template("report.html").render(
+        run=run, answers=view.answers(run), flag_messages=lambda name: view.flag_messages(run, name))
+
+
+def render_index(rows: list[dict[str, Any]]) -> str:
+    """rows: verdict.json records, newest first, each with `href` (the run's index.html) added."""
+    return ENV.get_template("index.html").render(rows=rows)

@@ -1,0 +1,58 @@
+"""vLLM (CPU, float32) against the HF transformers reference on the bundled models."""
+
+from __future__ import annotations
+
+import pytest
+
+from infercheck.checks.parity import compare_greedy, summarize
+from infercheck.models import addition, zoo
+from infercheck.run.job import Group
+from tests.engine.conftest import greedy_requests, run_job
+
+pytestmark = pytest.mark.engine
+FP32_LOGPROB_TOL = 1e-4
+
+
+def test_llama_greedy_parity_short_and_long_prompts(llama_runs):
+    prompt_lengths = [len(p) for p in llama_runs["prompts"]]
+    assert len(prompt_lengths) >= 16 and min(prompt_lengths) < 10 and sum(n >= 400 for n in prompt_lengths) >= 8
+    vllm = [r for r in llama_runs["vllm"].results() if r.group == "parity"]
+    summary = summarize(compare_greedy(vllm, llama_runs["hf"].results()))
+    assert summary.requests == 16
+    assert summary.all_equal, summary.first_divergences
+    assert summary.max_abs_dlogprob <= FP32_LOGPROB_TOL
+    # the prompts really reached 400+ tokens through the engine
+    assert max(len(r.prompt_ids) for r in vllm) >= 400
+
+
+def test_llama_held_out_accuracy_through_vllm_worker(llama_runs):
+    results = [r for r in llama_runs["vllm"].results() if r.group == "accuracy"]
+    answers = llama_runs["answers"]
+    assert len(results) == len(answers) == 600
+    correct = [r.text.split("\n")[0] == a for r, a in zip(results, answers)]
+    n_zero = llama_runs["n_zero"]
+    zero_shot, many_shot = sum(correct[:n_zero]) / n_zero, sum(correct[n_zero:]) / (len(correct) - n_zero)
+    assert zero_shot >= 0.95, zero_shot
+    assert many_shot >= 0.95, many_shot
+
+
+def test_llama_group_metrics_recorded(llama_runs):
+    groups = {g.name: g for g in llama_runs["vllm"].groups()}
+    assert set(groups) == {"parity", "accuracy"}
+    assert groups["accuracy"].output_tokens == 600 * 4 and groups["accuracy"].tokens_per_s > 0
+    assert "vllm:prefix_cache_queries" in groups["accuracy"].metrics
+
+
+def test_sliding_window_parity_beyond_the_window(tmp_path):
+    window = zoo.SPECS["tiny-sliding"].config["sliding_window"]
+    fewshot = addition.load_split(zoo.ADDITION_DATA / "fewshot.jsonl")
+    test = addition.load_split(zoo.ADDITION_DATA / "test.jsonl")
+    prompts = [addition.many_shot_prompt(addition.shots_for_length(fewshot, n, offset=i), test[i])
+               for i, n in enumerate([40, 60, 90, 130, 200, 260, 330, 420])]
+    assert min(len(p) for p in prompts) > window
+    groups = [Group("sliding", {}, greedy_requests("s", prompts, 8))]
+    vllm = run_job("vllm", "tiny-sliding", groups, tmp_path / "vllm")
+    hf = run_job("hf", "tiny-sliding", groups, tmp_path / "hf")
+    summary = summarize(compare_greedy(vllm.results(), hf.results()))
+    assert summary.all_equal, summary.first_divergences
+    assert summary.max_abs_dlogprob <= FP32_LOGPROB_TOL

@@ -1,0 +1,99 @@
+"""Bad input at the command line: one clear line on stderr, a non-zero exit, no traceback."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import cli_env
+
+
+def infercheck(cache: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "infercheck.cli", *args], capture_output=True, text=True,
+                          env=cli_env(cache), timeout=120)
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, code: int, fragment: str) -> None:
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("infercheck: error:")]
+    assert len(errors) == 1 and fragment in errors[0], proc.stderr
+
+
+def test_missing_model_folder(isolated_cache, tmp_path):
+    proc = infercheck(isolated_cache, "run", "--model", str(tmp_path / "no-such-model"))
+    assert_one_line_error(proc, 2, "model not found")
+
+
+def test_engine_arg_without_value(isolated_cache):
+    proc = infercheck(isolated_cache, "run", "--engine-arg", "enforce_eager")
+    assert_one_line_error(proc, 2, "KEY=VALUE")
+
+
+@pytest.mark.parametrize("content,fragment", [(None, "patch not found"), ("", "patch is empty"),
+                                              ("--- a/../x\n+++ b/../x\n@@ -1 +1 @@\n-a\n+b\n", "outside")])
+def test_bad_patch_for_build(isolated_cache, tmp_path, content, fragment):
+    path = tmp_path / "p.patch"
+    if content is not None:
+        path.write_text(content)
+    assert_one_line_error(infercheck(isolated_cache, "build", "--patch", str(path)), 2, fragment)
+
+
+def test_compiled_patch_stops_on_cpu(isolated_cache, patch_dir, monkeypatch):
+    monkeypatch.setenv("INFERCHECK_DEVICE", "cpu")
+    proc = infercheck(isolated_cache, "build", "--patch", str(patch_dir / "csrc_attention.patch"))
+    assert_one_line_error(proc, 2, "csrc/cpu/")
+    assert "source" in proc.stderr and "CPU host" in proc.stderr
+
+
+def test_unknown_model_name_for_models_build(isolated_cache):
+    assert_one_line_error(infercheck(isolated_cache, "models", "build", "gpt-9"), 2, "unknown model")
+
+
+def test_models_list_reports_bundled_models(isolated_cache):
+    proc = infercheck(isolated_cache, "models", "list")
+    assert proc.returncode == 0 and "tiny-llama-add" in proc.stdout and "tiny-sliding" in proc.stdout
+
+
+BAD_PATCHES = {
+    "missing": (None, "patch not found"),
+    "empty": ("", "patch is empty"),
+    "binary": (b"\x89PNG\x00\x00", "binary"),
+    "dotdot": ("--- a/../../etc/passwd\n+++ b/../../etc/passwd\n@@ -1 +1 @@\n-a\n+b\n", "outside the engine tree"),
+    "does-not-apply": ("--- a/vllm/envs.py\n+++ b/vllm/envs.py\n@@ -1,2 +1,2 @@\n-this line is not there\n"
+                       "+nor is this\n context\n", "patch does not apply"),
+}
+
+
+@pytest.mark.parametrize("kind", list(BAD_PATCHES))
+def test_validate_refuses_bad_patches_and_keeps_earlier_reports(isolated_cache, tmp_path, monkeypatch, kind):
+    reports = tmp_path / "reports"
+    earlier = reports / "20260101-000000-earlier"
+    earlier.mkdir(parents=True)
+    (earlier / "index.html").write_text("<html>earlier</html>")
+    (reports / "index.html").write_text("<html>index</html>")
+    monkeypatch.setenv("INFERCHECK_REPORTS", str(reports))
+    content, fragment = BAD_PATCHES[kind]
+    path = tmp_path / f"{kind}.patch"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content)
+    proc = subprocess.run([sys.executable, "-m", "infercheck.cli", "validate", str(path)], capture_output=True,
+                          text=True, env={**cli_env(isolated_cache), "INFERCHECK_REPORTS": str(reports)}, timeout=300)
+    assert_one_line_error(proc, 2, fragment)
+    assert sorted(p.name for p in reports.iterdir()) == ["20260101-000000-earlier", "index.html"]
+    assert (earlier / "index.html").read_text() == "<html>earlier</html>"
+    assert (reports / "index.html").read_text() == "<html>index</html>"
+
+
+def test_validate_unknown_case_and_symptom(isolated_cache, tmp_path, patch_dir):
+    patch = str(patch_dir / "greedy_runner_up.patch")
+    assert_one_line_error(infercheck(isolated_cache, "validate", patch, "--case", str(tmp_path)), 2, "no case.yaml")
+    assert_one_line_error(infercheck(isolated_cache, "validate", patch, "--symptom", str(tmp_path / "s.yaml")), 2,
+                          "file not found")
+
+
+def test_report_of_a_folder_without_results(isolated_cache, tmp_path):
+    assert_one_line_error(infercheck(isolated_cache, "report", str(tmp_path)), 2, "results.json")

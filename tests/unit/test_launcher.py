@@ -1,0 +1,83 @@
+"""How the launcher records each way a worker can end. The `python` here is a stand-in script:
+these tests exercise the harness's process handling, not an engine."""
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from infercheck.build.engine_env import EngineEnv
+from infercheck.errors import WorkerError
+from infercheck.run.job import Group, Job, Request, read_jsonl
+from infercheck.run.launcher import classify, launch
+
+
+def fake_python(tmp_path: Path, body: str) -> EngineEnv:
+    script = tmp_path / "fake-python"
+    script.write_text("#!/bin/bash\n" + body + "\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return EngineEnv("patched", "overlay", str(script), "t" * 40)
+
+
+def job() -> Job:
+    return Job("vllm", "/models/x", "float32", [Group("g", {}, [Request(id="r0", prompt="1+1=")])])
+
+
+def test_timeout_kills_worker_and_its_children(tmp_path):
+    env = fake_python(tmp_path, "sleep 300 & echo $! > child.pid; sleep 300")
+    run = launch(job(), env, tmp_path / "out", timeout_s=1.5)
+    assert not run.ok and run.error_kind == "timeout" and run.returncode is None
+    child = int((tmp_path / "out" / "child.pid").read_text())
+    assert not is_running(child)
+
+
+def is_running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def test_signal_death_is_a_crash_with_stderr_tail(tmp_path):
+    env = fake_python(tmp_path, "echo 'loading engine' >&2; kill -ABRT $$")
+    run = launch(job(), env, tmp_path / "out", timeout_s=30)
+    assert run.error_kind == "crash" and "SIGABRT" in run.error and "loading engine" in run.error
+    with pytest.raises(WorkerError) as err:
+        run.raise_for_error()
+    assert "\n" not in str(err.value) and err.value.stderr_tail.endswith("loading engine")
+
+
+def test_garbage_on_stdout_does_not_confuse_results(tmp_path):
+    body = ("head -c 2000 /dev/urandom; "
+            "echo '{\"id\": \"r0\", \"group\": \"g\", \"prompt_ids\": [1], \"output_ids\": [2], \"text\": \"2\", "
+            "\"finish_reason\": \"length\"}' > results.jsonl; echo '{\"state\": \"done\"}' > status.json")
+    run = launch(job(), fake_python(tmp_path, body), tmp_path / "out", timeout_s=30)
+    assert run.ok and [r.text for r in run.results()] == ["2"]
+
+
+def test_reported_error_is_kept(tmp_path):
+    body = "echo '{\"state\": \"error\", \"kind\": \"bad_engine_arg\", \"message\": \"unknown engine arg(s) x\"}' > status.json; exit 3"
+    run = launch(job(), fake_python(tmp_path, body), tmp_path / "out", timeout_s=30)
+    assert (run.error_kind, run.error) == ("bad_engine_arg", "unknown engine arg(s) x")
+
+
+def test_exit_without_status_is_a_crash(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    run = classify("base", out, 1, 0.1, 10)
+    assert run.error_kind == "crash" and "status 1" in run.error
+
+
+def test_job_file_round_trip(tmp_path):
+    run = launch(job(), fake_python(tmp_path, "true"), tmp_path / "out", timeout_s=30)
+    data = json.loads((tmp_path / "out" / "job.json").read_text())
+    assert Job.from_dict(data) == job() and run.error_kind == "crash"
+
+
+def test_torn_jsonl_line_is_skipped(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"a": 1}\n{"a": 2}\n{"a": ')
+    assert read_jsonl(path) == [{"a": 1}, {"a": 2}]
