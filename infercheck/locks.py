@@ -1,11 +1,9 @@
-"""File locks and atomic writes for the shared cache (several infercheck runs may share it)."""
+"""File locks for the shared cache (several infercheck runs may share it)."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
-import tempfile
 from pathlib import Path
 from typing import Iterator
 
@@ -20,17 +18,3 @@ def file_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write via a temp file in the same folder + rename, so readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

@@ -213,7 +213,10 @@ def run_and_check(plan: Plan, variants: Variants, opts: ValidateOptions, out: Pa
     ref_job, id_map = reference_job(plan, {v: runs[v].results() for v in runs})
     reference = run_variant(ref_job, ref_env, out / "runs" / "reference", opts, progress)
     eval_job = reference_eval_job(plan)
-    reference_eval = run_variant(eval_job, ref_env, out / "runs" / "reference-eval", opts, progress) if eval_job else None
+    reference_eval = None
+    if eval_job is not None:
+        reference_eval = run_variant(eval_job, replace(ref_env, name="reference-eval"), out / "runs" / "reference-eval",
+                                     opts, progress)
     stages["run"] = round(time.time() - since, 2)
     for ref_run in (reference, reference_eval):
         if ref_run is not None and not ref_run.ok:

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from infercheck.errors import InfercheckError
+from infercheck.hub import hub_reachable
 from infercheck.paths import SUITES_DIR
 
 KINDS = ("parity", "accuracy")
@@ -66,10 +67,20 @@ def load_suites(root: Path = SUITES_DIR) -> dict[str, Suite]:
 
 def select_suites(model_name: str, names: list[str] | None, root: Path = SUITES_DIR) -> list[Suite]:
     """Named suites (`parity/addition-long`, `addition-long`, or a kind: `parity`), else every
-    non-standard suite that applies to the model."""
+    non-standard suite that applies to the model. Standard hub tasks need a reachable hub."""
     suites = load_suites(root)
     if not names:
         return [s for s in suites.values() if s.applies_to(model_name) and not s.standard]
+    chosen = _named(suites, names)
+    standard = [s.name for s in chosen if s.standard]
+    if standard and not hub_reachable():
+        raise InfercheckError(f"{', '.join(standard)}: standard lm-eval task(s) download their dataset from the "
+                              f"Hugging Face hub, which is not reachable from here (offline); run them where the hub "
+                              f"is reachable, or use the bundled suites")
+    return chosen
+
+
+def _named(suites: dict[str, Suite], names: list[str]) -> list[Suite]:
     chosen: list[Suite] = []
     for name in names:
         matches = [s for s in suites.values() if name in (s.name, s.name.split("/", 1)[1], s.kind)]

@@ -6,6 +6,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
+from infercheck.hub import hub_reachable, offline_env
 from infercheck.paths import REPO_ROOT
 
 # Measured on the CPU build: in-process engine core, no torch.compile, loopback host.
@@ -17,9 +18,6 @@ CPU_ENGINE_ENV = {
     "VLLM_NO_USAGE_STATS": "1",
     "DO_NOT_TRACK": "1",
     "TOKENIZERS_PARALLELISM": "false",
-    "HF_HUB_OFFLINE": "1",
-    "HF_DATASETS_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
 }
 CUDA_ENGINE_ENV = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "TOKENIZERS_PARALLELISM": "false"}
 
@@ -43,7 +41,12 @@ class EngineEnv:
 
 
 def default_engine_vars(device: str) -> dict[str, str]:
-    return dict(CPU_ENGINE_ENV if device == "cpu" else CUDA_ENGINE_ENV)
+    """Engine settings for the device; HF offline flags unless the hub is reachable (hub models and
+    standard tasks need it; without it HF libraries would stall on network timeouts)."""
+    env = dict(CPU_ENGINE_ENV if device == "cpu" else CUDA_ENGINE_ENV)
+    if not hub_reachable():
+        env.update(offline_env())
+    return env
 
 
 def installed_env(device: str, tree_hash: str = "") -> EngineEnv:

@@ -8,6 +8,8 @@ from infercheck.checks.records import (FLAG_NOT_RESTORED, FLAG_REGRESSED, FLAG_U
                                        Observation)
 from infercheck.checks.stats import compare_paired, wilson_interval
 
+ALPHA = 0.05
+
 
 def per_sample(rows: list[dict[str, Any]], suite: str, metric: str) -> dict[int, int]:
     """doc_id -> 0/1 for one suite's metric."""
@@ -41,8 +43,10 @@ def accuracy_check(suite: str, metric: str, tolerance: float, samples: dict[str,
         flags.append(FLAG_REGRESSED)
     if not obs["patched"].passed:
         flags.append(FLAG_NOT_RESTORED)
-    decided = base_vs_patched.significant_drop or ref_vs_patched.significant_drop
-    if not decided and (base_vs_patched.underpowered or ref_vs_patched.underpowered):
+    # A comparison with a significant difference (either way) is decided whatever its power; an
+    # undecided one whose minimum detectable effect exceeds the tolerance cannot rule a drop out.
+    undecided = [c for c in (base_vs_patched, ref_vs_patched) if c.p_value >= ALPHA]
+    if any(c.underpowered for c in undecided):
         flags.append(FLAG_UNDERPOWERED)
     comparison.update({"base_vs_patched": base_vs_patched.to_dict(), "reference_vs_patched": ref_vs_patched.to_dict(),
                        "reference_vs_base": ref_vs_base.to_dict()})

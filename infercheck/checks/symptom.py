@@ -70,7 +70,7 @@ def symptom_check(spec: SymptomSpec, engine: dict[str, list[RequestResult]],
         return check
     if spec.kind == "accuracy":
         obs = {v: accuracy_observation(v, engine[v], prompts, float(spec.threshold)) for v in ("base", "patched")}
-        criterion = f"{spec.description}: exact match >= {spec.threshold:g} on {len(prompts)} prompts"
+        criterion = f"{spec.description}: exact match >= {spec.threshold:g} on {len(engine['base'])} prompts"
     elif spec.kind == "sane_output":
         obs = {v: sane_observation(v, engine[v]) for v in ("base", "patched")}
         criterion = f"{spec.description}: every output non-empty, finite logprobs, no degenerate repetition"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from infercheck.errors import InfercheckError
+from infercheck.hub import hub_reachable
 from infercheck.models import addition
 from infercheck.models.tokenizer import BOS_ID, EOS_ID, PAD_ID, save_tokenizer, vocab_size
 from infercheck.models.train import TrainConfig, encode, save_model, train_causal_lm
@@ -35,7 +36,7 @@ class ModelSpec:
 
 
 COMMON = dict(
-    hidden_size=128, intermediate_size=384, num_hidden_layers=2, num_attention_heads=2,
+    hidden_size=128, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
     num_key_value_heads=2, head_dim=64, max_position_embeddings=1024, rms_norm_eps=1e-5,
     rope_theta=10000.0, tie_word_embeddings=False, pad_token_id=PAD_ID, bos_token_id=BOS_ID,
     eos_token_id=EOS_ID,
@@ -45,16 +46,16 @@ SPECS: dict[str, ModelSpec] = {
     "tiny-llama-add": ModelSpec(
         name="tiny-llama-add",
         architecture="llama",
-        description="Llama, head_dim 64, char tokenizer, trained on packed 2-digit addition (769 tokens).",
+        description="Llama, 2 layers, 4 query / 2 KV heads of dim 64, char tokenizer, trained on packed 2-digit addition (769 tokens).",
         config=dict(COMMON),
-        train=TrainConfig(steps=1600, pattern=((8, 768), (8, 768), (64, 40)), lr=4e-3, seed=0),
+        train=TrainConfig(steps=2400, pattern=((8, 768), (8, 768), (64, 40)), lr=4e-3, seed=0),
     ),
     "tiny-sliding": ModelSpec(
         name="tiny-sliding",
         architecture="mistral",
-        description="Mistral, sliding_window 32, head_dim 64, char tokenizer, trained on packed addition.",
+        description="Mistral, sliding_window 32, 4 query / 2 KV heads of dim 64, char tokenizer, trained on packed addition.",
         config=dict(COMMON, sliding_window=32),
-        train=TrainConfig(steps=1000, pattern=((8, 768), (8, 768), (64, 40)), lr=4e-3, seed=1),
+        train=TrainConfig(steps=1200, pattern=((8, 768), (8, 768), (64, 40)), lr=4e-3, seed=1),
     ),
 }
 
@@ -66,8 +67,12 @@ def model_dir(name_or_path: str) -> Path:
     else:
         path = Path(name_or_path).expanduser()
     if not (path / "config.json").is_file():
+        looks_like_hub_id = name_or_path.count("/") == 1 and not path.exists()
+        if looks_like_hub_id and hub_reachable():
+            return Path(name_or_path)  # a hub id: the workers download it
         known = ", ".join(SPECS)
-        raise InfercheckError(f"model not found: {name_or_path} (no config.json there; bundled models: {known})")
+        hint = " — it looks like a hub id, but the Hugging Face hub is not reachable (offline)" if looks_like_hub_id else ""
+        raise InfercheckError(f"model not found: {name_or_path} (no config.json there; bundled models: {known}){hint}")
     return path.resolve()
 
 

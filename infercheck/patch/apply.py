@@ -7,7 +7,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from infercheck.build.tree import EngineTree, run_git
+from infercheck.build.tree import EngineTree, run_git, run_git_bytes
 from infercheck.errors import InfercheckError
 from infercheck.patch.intake import PatchFile
 
@@ -34,6 +34,7 @@ def apply_patches(tree: EngineTree, patches: list[PatchFile]) -> AppliedTree:
 
 
 def _apply_one(tree: EngineTree, patch: PatchFile, env: dict[str, str]) -> None:
+    """git apply, then git apply --3way, then patch -p1 with fuzz (all into the temporary index)."""
     errors = []
     for mode in (["--cached"], ["--cached", "--3way"]):
         try:
@@ -42,4 +43,31 @@ def _apply_one(tree: EngineTree, patch: PatchFile, env: dict[str, str]) -> None:
         except subprocess.CalledProcessError as exc:
             lines = exc.stderr.decode(errors="replace").strip().splitlines()
             errors.append(lines[-1] if lines else f"git apply exit {exc.returncode}")
-    raise InfercheckError(f"patch does not apply: {patch.path.name}: {errors[0]}")
+    if not _apply_with_fuzz(tree, patch, env):
+        raise InfercheckError(f"patch does not apply: {patch.path.name}: {errors[0]}")
+
+
+def _apply_with_fuzz(tree: EngineTree, patch: PatchFile, env: dict[str, str]) -> bool:
+    """`patch -p1 --fuzz` on a scratch copy of the touched files, written back into the index."""
+    with tempfile.TemporaryDirectory(prefix="infercheck-fuzz-") as tmp:
+        work = Path(tmp) / "tree"
+        work.mkdir()
+        for rel in patch.files:
+            try:
+                content = run_git_bytes(tree.repo_dir, "show", f":{rel}", env=env)
+            except subprocess.CalledProcessError:
+                continue  # a file the patch creates
+            (work / rel).parent.mkdir(parents=True, exist_ok=True)
+            (work / rel).write_bytes(content)
+        proc = subprocess.run(["patch", "-p1", "--fuzz=3", "--batch", "--forward", "--no-backup-if-mismatch",
+                               "--reject-file=-", "-d", str(work)], input=patch.text.encode(), capture_output=True)
+        if proc.returncode != 0:
+            return False
+        for rel in patch.files:
+            target = work / rel
+            if target.is_file():
+                sha = run_git(tree.repo_dir, "hash-object", "-w", str(target), env=env).strip()
+                run_git(tree.repo_dir, "update-index", "--add", "--cacheinfo", f"100644,{sha},{rel}", env=env)
+            else:
+                run_git(tree.repo_dir, "update-index", "--force-remove", rel, env=env)
+    return True

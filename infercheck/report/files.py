@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -40,8 +41,19 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
+def finite(data: Any) -> Any:
+    """Strict JSON: non-finite floats (an infinite MDE, a missing logprob) become strings."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return str(data)
+    if isinstance(data, dict):
+        return {k: finite(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [finite(v) for v in data]
+    return data
+
+
 def _json(data: Any) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(finite(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def write_report(run: ValidationRun, out_dir: Path) -> dict[str, Path]:

@@ -150,3 +150,15 @@ def test_engine_src_must_be_a_checkout(engine, tmp_path, monkeypatch):
     monkeypatch.setattr(tree_mod, "find_installed_engine", lambda: engine)
     with pytest.raises(InfercheckError, match="not a git checkout"):
         tree_mod.engine_tree(tmp_path)
+
+
+def test_fuzzy_patch_applies_when_context_drifted(engine, tmp_path):
+    """A context line that drifted (docstring reworded): git apply and --3way refuse, patch --fuzz applies."""
+    (engine.package_dir / "m.py").write_text('import os\nimport sys\n\n\ndef greedy(x):\n    """Pick the best."""\n'
+                                             '    return max(x)\n\n\nVALUE = 1\n')
+    drifted = ('--- a/vllm/m.py\n+++ b/vllm/m.py\n@@ -4,6 +4,6 @@\n \n def greedy(x):\n     """Pick the largest."""\n'
+               '-    return max(x)\n+    return min(x)\n \n \n')
+    applied = apply_patches(snapshot_installed(engine), [read_patch(write_patch(tmp_path, drifted))])
+    assert applied.touched == ("vllm/m.py",)
+    blob = os.popen(f"git --git-dir={applied.tree.repo_dir} cat-file blob {applied.tree_hash}:vllm/m.py").read()
+    assert "return min(x)" in blob and "Pick the best" in blob
