@@ -111,12 +111,14 @@ def samples_of(run: WorkerRun) -> list[dict]:
     return read_jsonl(run.out_dir / "lm_eval.jsonl")
 
 
-def make_checks(plan: Plan, runs: dict[str, WorkerRun], reference: WorkerRun, reference_eval: WorkerRun | None,
-                id_map: dict[str, dict[str, str]], profile: dict[str, float],
+def make_checks(plan: Plan, runs: dict[str, WorkerRun], references: dict[str, WorkerRun],
+                reference_eval: WorkerRun | None, id_map: dict[str, dict[str, str]], profile: dict[str, float],
                 pytest_outcomes: dict | None) -> list[CheckResult]:
     engine = {v: runs[v].results() for v in ("base", "patched")}
-    ref_by_id = {r.id: r for r in reference.results()}
-    refs = {v: {eid: ref_by_id[rid] for eid, rid in id_map[v].items() if rid in ref_by_id} for v in engine}
+    refs = {}
+    for v in engine:
+        ref_by_id = {r.id: r for r in references[v].results()}
+        refs[v] = {eid: ref_by_id[rid] for eid, rid in id_map[v].items() if rid in ref_by_id}
     prompts = {w.request_id(p): p for w in plan.workloads for p in w.prompts}
     affected = set(plan.symptom.affected) if plan.symptom and plan.symptom.affected else None
     is_affected = lambda name: affected is None or name in affected  # noqa: E731
@@ -210,19 +212,22 @@ def run_and_check(plan: Plan, variants: Variants, opts: ValidateOptions, out: Pa
         pytest_outcomes = {v: run_pytest(plan.symptom, env, out / "runs" / f"pytest-{v}", opts.timeout_s)
                            for v, env in (("base", variants.base), ("patched", variants.patched))}
     ref_env = replace(installed_env(detect_device()), name="reference")
-    ref_job, id_map = reference_job(plan, {v: runs[v].results() for v in runs})
-    reference = run_variant(ref_job, ref_env, out / "runs" / "reference", opts, progress)
+    references, id_map = {}, {}
+    for variant in ("base", "patched"):
+        ref_job, id_map[variant] = reference_job(plan, runs[variant].results())
+        references[variant] = run_variant(ref_job, replace(ref_env, name=f"reference-{variant}"),
+                                          out / "runs" / f"reference-{variant}", opts, progress)
     eval_job = reference_eval_job(plan)
     reference_eval = None
     if eval_job is not None:
         reference_eval = run_variant(eval_job, replace(ref_env, name="reference-eval"), out / "runs" / "reference-eval",
                                      opts, progress)
     stages["run"] = round(time.time() - since, 2)
-    for ref_run in (reference, reference_eval):
+    for ref_run in (*references.values(), reference_eval):
         if ref_run is not None and not ref_run.ok:
             return [], [Flag("ERROR:reference", None, f"the HF reference failed: {ref_run.error}")]
     since = time.time()
-    checks = make_checks(plan, runs, reference, reference_eval, id_map, profile, pytest_outcomes)
+    checks = make_checks(plan, runs, references, reference_eval, id_map, profile, pytest_outcomes)
     stages["checks"] = round(time.time() - since, 2)
     for check in checks:
         progress(f"check {check.name}: base {fmt(check.base.passed)}, patched {fmt(check.patched.passed)}"

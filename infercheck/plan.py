@@ -116,23 +116,22 @@ def scoring_key(result: RequestResult) -> str:
     return json.dumps([result.prompt_ids, result.output_ids, [[int(t) for t, _ in pos] for pos in result.logprobs or []]])
 
 
-def reference_job(plan: Plan, engine_results: dict[str, list[RequestResult]]) -> tuple[Job, dict[str, dict[str, str]]]:
-    """Teacher-forced scoring of every variant's continuations, deduplicated across variants.
+def reference_job(plan: Plan, results: list[RequestResult]) -> tuple[Job, dict[str, str]]:
+    """Teacher-forced scoring of one variant's continuations (deduplicated). One job per variant, so
+    the base's scoring is reused across every candidate patch of a case.
 
-    Returns the job and, per variant, the map from engine request id to reference request id.
+    Returns the job and the map from engine request id to reference request id.
     """
     requests: dict[str, Request] = {}
-    id_map: dict[str, dict[str, str]] = {}
-    for variant, results in engine_results.items():
-        id_map[variant] = {}
-        for result in results:
-            key = scoring_key(result)
-            if key not in requests:
-                rid = f"r{len(requests)}"
-                requests[key] = Request(id=rid, prompt_token_ids=result.prompt_ids, continuation_ids=result.output_ids,
-                                        candidate_ids=[[int(t) for t, _ in pos] for pos in result.logprobs or []],
-                                        logprobs=1, sampling={"max_tokens": len(result.output_ids)})
-            id_map[variant][result.id] = requests[key].id
+    id_map: dict[str, str] = {}
+    for result in results:
+        key = scoring_key(result)
+        if key not in requests:
+            requests[key] = Request(id=f"r{len(requests)}", prompt_token_ids=result.prompt_ids,
+                                    continuation_ids=result.output_ids,
+                                    candidate_ids=[[int(t) for t, _ in pos] for pos in result.logprobs or []],
+                                    logprobs=1, sampling={"max_tokens": len(result.output_ids)})
+        id_map[result.id] = requests[key].id
     return Job("hf", plan.model, "float32", [Group("reference", {}, list(requests.values()))]), id_map
 
 

@@ -71,10 +71,10 @@ def result(rid, out, text="", logprobs=None):
 def test_reference_job_dedupes_identical_continuations(tmp_path):
     plan = make_plan("/m", "tiny-llama-add", "float32", select_suites("x", ["addition-short"]), None, tmp_path)
     pos = [[5, -0.1], [6, -2.0]]
-    same = result("s#a", [5], logprobs=[pos])
-    job, id_map = reference_job(plan, {"base": [same, result("s#b", [6], logprobs=[pos])], "patched": [same]})
+    job, id_map = reference_job(plan, [result("s#a", [5], logprobs=[pos]), result("s#b", [5], logprobs=[pos]),
+                                       result("s#c", [6], logprobs=[pos])])
     requests = job.groups[0].requests
-    assert len(requests) == 2 and id_map["base"]["s#a"] == id_map["patched"]["s#a"]
+    assert len(requests) == 2 and id_map["s#a"] == id_map["s#b"] != id_map["s#c"]
     assert requests[0].continuation_ids == [5] and requests[0].candidate_ids == [[5, 6]]
 
 
