@@ -188,7 +188,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-DEMO_CASE = PATCHES_DIR / "rotary-long-positions"
+DEMO_CASE = PATCHES_DIR / "rotary-half-precision-cache"
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -135,3 +135,10 @@ def test_bundled_cases_load(case_id):
 def test_case_folder_must_have_case_yaml(tmp_path):
     with pytest.raises(InfercheckError, match="no case.yaml"):
         load_case(tmp_path)
+
+
+def test_demo_case_exists_and_its_first_candidate_is_the_root_fix():
+    from infercheck.commands import DEMO_CASE
+
+    case = load_case(DEMO_CASE)
+    assert case.candidates[0].expected == "RESOLVED" and case.candidates[0].patch.is_file()
