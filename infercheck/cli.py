@@ -88,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--no-reuse", action="store_true", help="do not reuse cached worker results")
     val.add_argument("--json", action="store_true", help="print verdict.json to stdout")
 
+    nb = sub.add_parser("neighbours", help="the applications and suites a patch puts at risk, and why")
+    nb.add_argument("patch", type=Path)
+
     rep = sub.add_parser("report", help="re-render a report folder from its stored results (no engine)")
     rep.add_argument("folder", type=Path)
 
@@ -102,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "models": commands.cmd_models, "doctor": commands.cmd_doctor, "build": commands.cmd_build,
         "run": commands.cmd_run, "parity": commands.cmd_parity, "demo": commands.cmd_demo,
-        "validate": commands.cmd_validate, "report": commands.cmd_report,
+        "validate": commands.cmd_validate, "report": commands.cmd_report, "neighbours": commands.cmd_neighbours,
     }
     started = time.time()
     try:

@@ -20,7 +20,9 @@ from infercheck.device import detect_device
 from infercheck.errors import InfercheckError
 from infercheck.models import zoo
 from infercheck.cases import load_case
-from infercheck.paths import PATCHES_DIR, cache_dir, reports_dir
+from infercheck.paths import PATCHES_DIR, SUITES_DIR, cache_dir, reports_dir
+from infercheck.neighbours import select_neighbours
+from infercheck.patch.intake import read_patch
 from infercheck.pipeline import ValidateOptions, validate
 from infercheck.report import render_from_dir, write_index
 from infercheck.run.job import Group, Job, Request
@@ -185,6 +187,17 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.folder.resolve().parent == reports_dir().resolve():
         write_index(reports_dir())
     print(paths["html"])
+    return 0
+
+
+def cmd_neighbours(args: argparse.Namespace) -> int:
+    """Print the apps and suites at risk for the files PATCH touches, most directly touched first."""
+    patch = read_patch(args.patch)
+    print(f"{args.patch}: touches {', '.join(patch.files)}")
+    for sel in select_neighbours(list(patch.files)):
+        files = f" ({', '.join(sel.files)})" if sel.files else ""
+        missing = " [not in suites/apps/ yet]" if sel.kind == "app" and not (SUITES_DIR / "apps" / f"{sel.name}.yaml").is_file() else ""
+        print(f"  {sel.kind:5s} {sel.name:28s} {'; '.join(sel.reasons)}{files}{missing}")
     return 0
 
 

@@ -1,0 +1,67 @@
+"""Which neighbouring applications and suites a patch puts at risk, and why (suites/neighbours.yaml)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from infercheck.errors import InfercheckError
+from infercheck.paths import SUITES_DIR
+from infercheck.suites import read_yaml
+
+
+@dataclass
+class Selection:
+    """An app or suite at risk, with the touched files and rules that selected it."""
+
+    name: str
+    kind: str  # "app" | "suite"
+    reasons: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    specificity: int = 0  # length of the most specific matching glob: higher is more directly touched
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """fnmatch-style glob where `*` stays inside a folder and `**` crosses folders."""
+    out, i = "", 0
+    while i < len(pattern):
+        if pattern.startswith("**", i):
+            out, i = out + ".*", i + 2
+        elif pattern[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        elif pattern[i] == "?":
+            out, i = out + "[^/]", i + 1
+        else:
+            out, i = out + re.escape(pattern[i]), i + 1
+    return re.compile(out + r"\Z")
+
+
+def select_neighbours(touched: list[str], path: Path = SUITES_DIR / "neighbours.yaml") -> list[Selection]:
+    """Apps and suites at risk, most directly touched first; the smoke set last."""
+    data = read_yaml(path)
+    chosen: dict[tuple[str, str], Selection] = {}
+    for rule in data.get("rules") or []:
+        try:
+            globs, name, why = list(rule["paths"]), rule["name"], rule["why"]
+        except KeyError as exc:
+            raise InfercheckError(f"{path}: a rule lacks {exc}") from None
+        for file in touched:
+            matching = [g for g in globs if glob_regex(g).match(file)]
+            if not matching:
+                continue
+            spec = max(len(g.replace("*", "")) for g in matching)
+            for kind, names in (("app", rule.get("apps") or []), ("suite", rule.get("suites") or [])):
+                for target in names:
+                    sel = chosen.setdefault((kind, target), Selection(target, kind))
+                    sel.specificity = max(sel.specificity, spec)
+                    if f"{name}: {why}" not in sel.reasons:
+                        sel.reasons.append(f"{name}: {why}")
+                    if file not in sel.files:
+                        sel.files.append(file)
+    ordered = sorted(chosen.values(), key=lambda s: (-s.specificity, s.kind, s.name))
+    smoke = data.get("smoke") or {}
+    for target in smoke.get("suites") or []:
+        if ("suite", target) not in chosen:
+            ordered.append(Selection(target, "suite", [f"smoke: {smoke.get('why', 'always run')}"]))
+    return ordered
