@@ -110,3 +110,10 @@ def test_standard_task_offline_is_a_clear_error(isolated_cache, patch_dir):
                            "--suites", "gsm8k"], capture_output=True, text=True,
                           env={**cli_env(isolated_cache), "HF_HUB_OFFLINE": "1"})
     assert_one_line_error(proc, 2, "accuracy/gsm8k: standard lm-eval task(s)")
+
+
+def test_neighbours_command_lists_sampling_apps_first(isolated_cache, patch_dir):
+    proc = infercheck(isolated_cache, "neighbours", str(patch_dir / "greedy_runner_up.patch"))
+    lines = [ln.split() for ln in proc.stdout.splitlines()[1:]]
+    assert proc.returncode == 0 and lines[0][0] == "app" and "sampler-distribution" in proc.stdout
+    assert lines[-1][:2] == ["suite", "accuracy/addition-zero-shot"]
