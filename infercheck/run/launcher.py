@@ -72,6 +72,9 @@ def launch(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float = DEFAULT_T
         except subprocess.TimeoutExpired:
             kill_group(proc)
             returncode = None
+        except BaseException:  # the harness itself is interrupted: never leave an engine running
+            kill_group(proc, grace_s=2.0)
+            raise
     elapsed = round(time.time() - started, 3)
     return classify(env.name, out_dir, returncode, elapsed, timeout_s)
 

@@ -1,5 +1,6 @@
 """Bad input at the command line: one clear line on stderr, a non-zero exit, no traceback."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -117,3 +118,15 @@ def test_neighbours_command_lists_sampling_apps_first(isolated_cache, patch_dir)
     lines = [ln.split() for ln in proc.stdout.splitlines()[1:]]
     assert proc.returncode == 0 and lines[0][0] == "app" and "sampler-distribution" in proc.stdout
     assert lines[-1][:2] == ["suite", "accuracy/addition-zero-shot"]
+
+
+def test_compiled_patch_in_validate_is_an_error_build_verdict_with_report(isolated_cache, tmp_path, patch_dir):
+    out = tmp_path / "report"
+    proc = subprocess.run([sys.executable, "-m", "infercheck.cli", "validate", str(patch_dir / "csrc_attention.patch"),
+                           "--out", str(out), "--suites", "parity"], capture_output=True, text=True,
+                          env={**cli_env(isolated_cache), "INFERCHECK_DEVICE": "cpu"}, timeout=300)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stdout.startswith("ERROR:build") and "csrc/cpu/attention.cpp" in proc.stdout
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert verdict["headline"] == "ERROR:build"
+    assert "ERROR:build" in (out / "index.html").read_text()
