@@ -25,6 +25,8 @@ from infercheck.neighbours import select_neighbours
 from infercheck.patch.intake import read_patch
 from infercheck.pipeline import ValidateOptions, validate
 from infercheck.report import render_from_dir, write_index
+from infercheck.plan import Workload
+from infercheck.prompts import Prompt
 from infercheck.run.job import Group, Job, Request
 from infercheck.run.launcher import launch
 
@@ -87,10 +89,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def parity_job(backend: str, model: str, dtype: str, prompts: list[str], max_tokens: int) -> Job:
-    requests = [Request(id=f"q{i}", prompt=p, sampling={"max_tokens": max_tokens, "temperature": 0.0,
-                                                         "ignore_eos": True}, logprobs=5)
-                for i, p in enumerate(prompts)]
-    return Job(backend, model, dtype, [Group("parity", {}, requests)])
+    """Greedy requests with top-5 logprobs, built like a suite workload."""
+    workload = Workload("parity", {}, [Prompt(f"q{i}", p) for i, p in enumerate(prompts)], max_tokens, top_k=5)
+    return Job(backend, model, dtype, [Group("parity", {}, workload.requests())])
 
 
 def parity_prompts(count: int) -> list[str]:

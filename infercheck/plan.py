@@ -2,8 +2,8 @@
 
 The engine job is the same for base and patched: one group per distinct engine-args set, each
 holding the generation requests of the suites that use it (and the lm-eval tasks, on the default
-group). The reference job is built after the engine runs: it re-scores each engine continuation
-(teacher forcing, deduplicated across variants) and runs the lm-eval tasks through HF.
+group). Reference jobs: one per variant, built after its engine run, re-scores that variant's
+continuations (teacher forcing, deduplicated); one more runs the lm-eval tasks through HF.
 """
 
 from __future__ import annotations
