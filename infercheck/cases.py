@@ -27,6 +27,7 @@ class Case:
     symptom: Path | None
     candidates: tuple[Candidate, ...]
     suites: tuple[str, ...] = ()
+    apps: tuple[str, ...] | None = None  # None: the neighbour map decides per candidate
 
     def candidate_for(self, patch: Path) -> Candidate | None:
         resolved = Path(patch).resolve()
@@ -49,4 +50,5 @@ def load_case(folder: Path) -> Case:
         if not path.is_file():
             raise InfercheckError(f"{folder / 'case.yaml'} names a missing file: {path}")
     return Case(str(data.get("id", folder.name)), folder, str(data.get("model", "tiny-llama-add")), base, symptom,
-                candidates, tuple(data.get("suites") or ()))
+                candidates, tuple(data.get("suites") or ()),
+                tuple(data["apps"]) if data.get("apps") is not None else None)

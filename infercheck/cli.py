@@ -82,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--symptom", type=Path, help="symptom spec YAML")
     val.add_argument("--case", type=Path, help="a bundled case folder: base patches, model and symptom")
     val.add_argument("--suites", help="comma-separated suites or kinds, e.g. parity,accuracy/addition-zero-shot")
+    val.add_argument("--apps", help="comma-separated neighbouring apps to run, 'all' or 'none' "
+                                    "(default: the neighbour map's choice for the files PATCH touches)")
     val.add_argument("--out", type=Path, help="report folder (default reports/<time>-<patch>/)")
     val.add_argument("--fail-on", help="comma-separated verdicts that exit 1 (default: all but RESOLVED/CLEAN)")
     val.add_argument("--timeout", type=float, default=900.0, help="per-worker timeout in seconds")

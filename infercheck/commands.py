@@ -156,6 +156,7 @@ def validate_options(args: argparse.Namespace) -> ValidateOptions:
     opts = ValidateOptions(patch=args.patch, base_patches=list(args.base_patch), engine_src=args.engine_src,
                            model=args.model or "tiny-llama-add", dtype=args.dtype, symptom=args.symptom,
                            suites=[s.strip() for s in args.suites.split(",") if s.strip()] if args.suites else None,
+                           apps=[a.strip() for a in args.apps.split(",") if a.strip()] if args.apps else None,
                            out=args.out, fail_on=args.fail_on.split(",") if args.fail_on else None,
                            timeout_s=args.timeout, reuse=not args.no_reuse,
                            command="infercheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
@@ -165,6 +166,8 @@ def validate_options(args: argparse.Namespace) -> ValidateOptions:
         opts.model = args.model or case.model
         opts.symptom = args.symptom or case.symptom
         opts.suites = opts.suites or (list(case.suites) or None)
+        if opts.apps is None and case.apps is not None:
+            opts.apps = list(case.apps) or ["none"]
         opts.case = case.id
         candidate = case.candidate_for(args.patch)
         opts.expected = candidate.expected if candidate else None
@@ -197,7 +200,7 @@ def cmd_neighbours(args: argparse.Namespace) -> int:
     print(f"{args.patch}: touches {', '.join(patch.files)}")
     for sel in select_neighbours(list(patch.files)):
         files = f" ({', '.join(sel.files)})" if sel.files else ""
-        missing = " [not in suites/apps/ yet]" if sel.kind == "app" and not (SUITES_DIR / "apps" / f"{sel.name}.yaml").is_file() else ""
+        missing = " [no such app in suites/apps/]" if sel.kind == "app" and not (SUITES_DIR / "apps" / f"{sel.name}.yaml").is_file() else ""
         print(f"  {sel.kind:5s} {sel.name:28s} {'; '.join(sel.reasons)}{files}{missing}")
     return 0
 
@@ -210,7 +213,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     case = load_case(DEMO_CASE)
     candidate = case.candidates[0]
     demo = argparse.Namespace(patch=candidate.patch, base_patch=[], engine_src=None, model=None, dtype="float32",
-                              symptom=None, case=DEMO_CASE, suites=None, out=None, fail_on=None, timeout=900.0,
+                              symptom=None, case=DEMO_CASE, suites=None, apps=None, out=None, fail_on=None, timeout=900.0,
                               no_reuse=False, json=False)
     progress(f"demo: validating {candidate.patch.relative_to(PATCHES_DIR.parent)} against case {case.id}")
     code = cmd_validate(demo)

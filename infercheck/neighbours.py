@@ -5,10 +5,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from infercheck.errors import InfercheckError
 from infercheck.paths import SUITES_DIR
 from infercheck.suites import read_yaml
+
+if TYPE_CHECKING:
+    from infercheck.apps import App
 
 
 @dataclass
@@ -65,3 +69,22 @@ def select_neighbours(touched: list[str], path: Path = SUITES_DIR / "neighbours.
         if ("suite", target) not in chosen:
             ordered.append(Selection(target, "suite", [f"smoke: {smoke.get('why', 'always run')}"]))
     return ordered
+
+
+def choose_apps(touched: list[str], requested: list[str] | None) -> tuple[list["App"], dict[str, str]]:
+    """The apps a validate runs, with why: named ones (`all`, `none`, or names), else the neighbour
+    map's selection for the touched files."""
+    from infercheck.apps import load_apps, select_apps
+
+    if requested is not None:
+        names = [n for r in requested for n in r.split(",") if n.strip()]
+        if names == ["none"]:
+            return [], {}
+        if names == ["all"]:
+            names = list(load_apps())
+        apps = select_apps(names)
+        return apps, {a.name: "named with --apps" for a in apps}
+    selected = [s for s in select_neighbours(touched) if s.kind == "app"]
+    known = load_apps()
+    apps = [known[s.name] for s in selected if s.name in known]
+    return apps, {s.name: f"touches {', '.join(s.files[:3])} — " + " | ".join(s.reasons) for s in selected}

@@ -19,13 +19,18 @@ import yaml
 from infercheck.build.builder import build_variant
 from infercheck.build.engine_env import EngineEnv, installed_env
 from infercheck.build.tree import engine_tree, find_installed_engine
+from infercheck.apps import parse_id
 from infercheck.checks.accuracy import accuracy_check, per_sample
+from infercheck.checks.app_check import app_check
+from infercheck.checks.signals import runtime_of
+from infercheck.checks.static_signals import static_check
 from infercheck.checks.parity_check import parity_check
 from infercheck.checks.records import CheckResult, Flag, PatchInfo, ValidationRun
 from infercheck.checks.symptom import symptom_check
 from infercheck.device import detect_device
 from infercheck.errors import BuildError, InfercheckError
 from infercheck.models import zoo
+from infercheck.neighbours import choose_apps
 from infercheck.patch.intake import read_patch
 from infercheck.paths import SUITES_DIR, reports_dir
 from infercheck.plan import SYMPTOM, Plan, engine_job, make_plan, reference_eval_job, reference_job, stage_plan
@@ -49,6 +54,7 @@ class ValidateOptions:
     dtype: str = "float32"
     symptom: Path | None = None
     suites: list[str] | None = None
+    apps: list[str] | None = None  # None: the neighbour map's choice for the touched files
     out: Path | None = None
     fail_on: list[str] | None = None
     timeout_s: float = 900.0
@@ -111,9 +117,28 @@ def samples_of(run: WorkerRun) -> list[dict]:
     return read_jsonl(run.out_dir / "lm_eval.jsonl")
 
 
+def signal_settings() -> dict[str, float]:
+    return {k: float(v) for k, v in yaml.safe_load((SUITES_DIR / "signals.yaml").read_text()).items()}
+
+
+def make_app_checks(plan: Plan, engine: dict[str, list[RequestResult]], refs: dict[str, dict[str, RequestResult]],
+                    runs: dict[str, WorkerRun], profile: dict[str, float]) -> list[CheckResult]:
+    affected = set(plan.symptom.affected) if plan.symptom else set()
+    params = {r.id: r.sampling for sets in plan.app_sets().values() for s in sets for r in s.requests}
+    groups = {v: runs[v].groups() for v in engine}
+    signals = signal_settings()
+    checks = []
+    for app in plan.apps:
+        mine = {v: [r for r in engine[v] if (parse_id(r.id) or ("",))[0] == app.name] for v in engine}
+        runtime = {v: runtime_of([g for g in groups[v] if g.name.startswith(f"app:{app.name}:")]) for v in engine}
+        checks.append(app_check(app, plan.app_reasons.get(app.name, ""), app.check_name in affected or app.name in affected,
+                                mine, refs, runtime, params, profile, signals))
+    return checks
+
+
 def make_checks(plan: Plan, runs: dict[str, WorkerRun], references: dict[str, WorkerRun],
                 reference_eval: WorkerRun | None, id_map: dict[str, dict[str, str]], profile: dict[str, float],
-                pytest_outcomes: dict | None) -> list[CheckResult]:
+                pytest_outcomes: dict | None, patch_text: str = "") -> list[CheckResult]:
     engine = {v: runs[v].results() for v in ("base", "patched")}
     refs = {}
     for v in engine:
@@ -138,6 +163,9 @@ def make_checks(plan: Plan, runs: dict[str, WorkerRun], references: dict[str, Wo
         samples = {v: per_sample(rows[v], suite.name, metric) for v in rows}
         checks.append(accuracy_check(suite.name, metric, float(suite.spec.get("tolerance", 0.05)), samples,
                                      is_affected(suite.name), suite.spec.get("description", "")))
+    checks += make_app_checks(plan, engine, refs, runs, profile)
+    reported = [p.text for w in plan.workloads if w.name == SYMPTOM for p in w.prompts]
+    checks.append(static_check(patch_text, reported))
     return checks
 
 
@@ -159,12 +187,14 @@ def validate(opts: ValidateOptions, progress: Progress) -> tuple[ValidationRun, 
     symptom: SymptomSpec | None = load_symptom(opts.symptom) if opts.symptom else None
     profile = tolerance_profile(opts.dtype)
     suites = select_suites(model_name, opts.suites)
+    apps, app_reasons = choose_apps(list(patch.touched), opts.apps)
     stage_done("intake", since)
 
     since = time.time()
-    plan = make_plan(str(model_dir), model_name, opts.dtype, suites, symptom)
+    plan = make_plan(str(model_dir), model_name, opts.dtype, suites, symptom, apps=apps, app_reasons=app_reasons,
+                     model_dir=zoo.model_dir)
     progress(f"plan: {len(plan.workloads)} generation workload(s), {len(plan.accuracy_suites())} lm-eval suite(s): "
-             f"{', '.join(s.name for s in suites)}")
+             f"{', '.join(s.name for s in suites)}; {len(apps)} app(s): {', '.join(a.name for a in apps) or 'none'}")
     stage_done("plan", since)
 
     device = detect_device()
@@ -227,7 +257,8 @@ def run_and_check(plan: Plan, variants: Variants, opts: ValidateOptions, out: Pa
         if ref_run is not None and not ref_run.ok:
             return [], [Flag("ERROR:reference", None, f"the HF reference failed: {ref_run.error}")]
     since = time.time()
-    checks = make_checks(plan, runs, references, reference_eval, id_map, profile, pytest_outcomes)
+    checks = make_checks(plan, runs, references, reference_eval, id_map, profile, pytest_outcomes,
+                         read_patch(opts.patch).text)
     stages["checks"] = round(time.time() - since, 2)
     for check in checks:
         progress(f"check {check.name}: base {fmt(check.base.passed)}, patched {fmt(check.patched.passed)}"

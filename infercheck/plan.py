@@ -12,10 +12,11 @@ import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
+from infercheck.apps import App, AppSet, app_sets, parse_id
 from infercheck.paths import SUITES_DIR
 from infercheck.prompts import Prompt, build_prompts
 from infercheck.run.job import Group, Job, LmEvalTask, Request, RequestResult
@@ -54,6 +55,12 @@ class Plan:
     symptom: SymptomSpec | None
     workloads: list[Workload]
     tasks: list[LmEvalTask]
+    apps: list[App] = field(default_factory=list)
+    app_reasons: dict[str, str] = field(default_factory=dict)  # app name -> why it was selected
+    app_models: dict[str, str] = field(default_factory=dict)  # app name -> model folder
+
+    def app_sets(self) -> dict[str, list[AppSet]]:
+        return {app.name: app_sets(app) for app in self.apps}
 
     def accuracy_suites(self) -> list[Suite]:
         return [s for s in self.suites if s.kind == "accuracy"]
@@ -63,7 +70,8 @@ class Plan:
 
 
 def make_plan(model: str, model_name: str, dtype: str, suites: list[Suite], symptom: SymptomSpec | None,
-              inputs_dir: Path | None = None) -> Plan:
+              inputs_dir: Path | None = None, apps: list[App] | None = None,
+              app_reasons: dict[str, str] | None = None, model_dir: Callable[[str], Path] | None = None) -> Plan:
     """The plan; lm-eval tasks are staged into inputs_dir when given (else later, by stage_plan)."""
     workloads = [Workload(s.name, dict(s.spec.get("engine_args") or {}), build_prompts(s.spec["prompts"]),
                           int(s.spec.get("max_tokens", 8)), int(s.spec.get("top_k", DEFAULT_TOP_K)))
@@ -71,7 +79,9 @@ def make_plan(model: str, model_name: str, dtype: str, suites: list[Suite], symp
     if symptom is not None and symptom.kind != "pytest":
         workloads.append(Workload(SYMPTOM, dict(symptom.engine_args), build_prompts(symptom.prompts),
                                   symptom.max_tokens, DEFAULT_TOP_K, dict(symptom.sampling)))
-    plan = Plan(model, model_name, dtype, suites, symptom, workloads, [])
+    apps = apps or []
+    app_models = {a.name: str(model_dir(a.model)) if a.model and model_dir else model for a in apps}
+    plan = Plan(model, model_name, dtype, suites, symptom, workloads, [], apps, dict(app_reasons or {}), app_models)
     if inputs_dir is not None:
         stage_plan(plan, inputs_dir)
     return plan
@@ -109,11 +119,35 @@ def engine_job(plan: Plan, backend: str = "vllm") -> Job:
     if plan.tasks:
         default = groups.setdefault(json.dumps({}), Group(f"g{len(groups)}", {}, []))
         default.lm_eval = list(plan.tasks)
-    return Job(backend, plan.model, plan.dtype, list(groups.values()))
+    app_groups: dict[str, Group] = {}
+    for app_name, sets in plan.app_sets().items():  # each app on engines of its own: its metrics are its own
+        for app_set in sets:
+            key = json.dumps([app_name, app_set.engine_args], sort_keys=True)
+            group = app_groups.setdefault(key, Group(f"app:{app_name}:{app_set.name}", app_set.engine_args, [],
+                                                     model=plan.app_models[app_name]))
+            group.requests.extend(app_set.requests)
+    return Job(backend, plan.model, plan.dtype, [*groups.values(), *app_groups.values()])
 
 
-def scoring_key(result: RequestResult) -> str:
-    return json.dumps([result.prompt_ids, result.output_ids, [[int(t) for t, _ in pos] for pos in result.logprobs or []]])
+# Comparators that need the reference's view of an app's outputs; those needing full distributions.
+REFERENCE_COMPARATORS = {"reference", "sampler", "logprobs", "structured"}
+FULL_DISTRIBUTION_COMPARATORS = {"sampler", "logprobs", "structured"}
+
+
+def reference_spec(plan: Plan, result_id: str) -> tuple[str, bool] | None:
+    """(model folder, full distributions?) to score a result with, or None when no check needs it."""
+    parsed = parse_id(result_id)
+    if parsed is None:
+        return plan.model, False
+    app = next((a for a in plan.apps if a.name == parsed[0]), None)
+    if app is None or not REFERENCE_COMPARATORS & set(app.compare):
+        return None
+    return plan.app_models[app.name], bool(FULL_DISTRIBUTION_COMPARATORS & set(app.compare))
+
+
+def scoring_key(result: RequestResult, model: str, full: bool) -> str:
+    candidates = [] if full else [[int(t) for t, _ in pos] for pos in result.logprobs or []]
+    return json.dumps([model, full, result.prompt_ids, result.output_ids, candidates])
 
 
 def reference_job(plan: Plan, results: list[RequestResult]) -> tuple[Job, dict[str, str]]:
@@ -122,17 +156,25 @@ def reference_job(plan: Plan, results: list[RequestResult]) -> tuple[Job, dict[s
 
     Returns the job and the map from engine request id to reference request id.
     """
-    requests: dict[str, Request] = {}
+    groups: dict[str, Group] = {}
+    keys: dict[str, str] = {}
     id_map: dict[str, str] = {}
     for result in results:
-        key = scoring_key(result)
-        if key not in requests:
-            requests[key] = Request(id=f"r{len(requests)}", prompt_token_ids=result.prompt_ids,
-                                    continuation_ids=result.output_ids,
-                                    candidate_ids=[[int(t) for t, _ in pos] for pos in result.logprobs or []],
-                                    logprobs=1, sampling={"max_tokens": len(result.output_ids)})
-        id_map[result.id] = requests[key].id
-    return Job("hf", plan.model, "float32", [Group("reference", {}, list(requests.values()))]), id_map
+        spec = reference_spec(plan, result.id)
+        if spec is None:
+            continue
+        model, full = spec
+        key = scoring_key(result, model, full)
+        if key not in keys:
+            group = groups.setdefault(model, Group(f"reference{len(groups) or ''}", {}, [], model=model))
+            keys[key] = f"r{len(keys)}"
+            group.requests.append(Request(
+                id=keys[key], prompt_token_ids=result.prompt_ids, continuation_ids=result.output_ids,
+                candidate_ids=None if full else [[int(t) for t, _ in pos] for pos in result.logprobs or []],
+                logprobs=-1 if full else 1, prompt_logprobs=-1 if full and result.prompt_logprobs else None,
+                sampling={"max_tokens": len(result.output_ids)}))
+        id_map[result.id] = keys[key]
+    return Job("hf", plan.model, "float32", list(groups.values())), id_map
 
 
 def reference_eval_job(plan: Plan) -> Job | None:

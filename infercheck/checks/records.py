@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 VARIANTS = ("base", "patched", "reference")
-CHECK_KINDS = ("symptom", "parity", "accuracy", "app")
+CHECK_KINDS = ("symptom", "parity", "accuracy", "app", "static")
 
 # Flags a check can raise; the verdict rules in infercheck/verdict.py read them.
 FLAG_ERROR = "error"  # the patched variant crashed / hung / could not run this check where base ran

@@ -11,6 +11,8 @@ from infercheck.checks.records import VARIANTS, ValidationRun
 from infercheck.report import view
 
 TEMPLATES = Path(__file__).parent / "templates"
+# Check kinds with a section of their own; the generic "Checks" details skip them.
+SECTION_KINDS = {"app": "apps", "static": "static"}
 EXAMPLE_KEYS = ("request", "position", "engine_token", "reference_token", "context", "engine_text",
                 "reference_text")
 
@@ -41,7 +43,7 @@ def _environment() -> Environment:
     env.filters.update(fmt=view.fmt, fmt_pass=view.fmt_pass, fmt_ci=view.fmt_ci, seconds=view.fmt_seconds,
                        verdict_class=view.verdict_class, diff_lines=diff_lines)
     env.globals.update(VARIANTS=VARIANTS, expected_matches=view.expected_matches,
-                       example_columns=example_columns)
+                       example_columns=example_columns, SECTION_KINDS=SECTION_KINDS)
     return env
 
 
@@ -50,7 +52,8 @@ ENV = _environment()
 
 def render_report(run: ValidationRun) -> str:
     return ENV.get_template("report.html").render(
-        run=run, answers=view.answers(run), flag_messages=lambda name: view.flag_messages(run, name))
+        run=run, answers=view.answers(run), flag_messages=lambda name: view.flag_messages(run, name),
+        apps=view.app_views(run), statics=view.static_views(run))
 
 
 def render_index(rows: list[dict[str, Any]]) -> str:

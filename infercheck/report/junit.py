@@ -6,7 +6,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from infercheck.checks.records import CheckResult, Flag, ValidationRun
-from infercheck.report.view import check_summary, fmt_seconds
+from infercheck.report.view import app_view, check_summary, fmt_seconds, static_view
 from infercheck.verdict import check_flags
 
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -33,10 +33,22 @@ def _case(suite: ET.Element, classname: str, name: str, flags: list[Flag], lines
     return tag
 
 
+def _detail_lines(check: CheckResult) -> list[str]:
+    """Apps: pass/FAIL per variant with the failed comparators; static: the evidence lines."""
+    if check.kind == "app":
+        view = app_view(check)
+        lines = [f"{v}: {view.status[v].text}" for v in ("base", "patched")]
+        lines += [f"prefix-cache hit rate {view.hit_rate}; tokens/s {view.tokens_per_s}"]
+        return lines + ([f"workaround signs: {view.workaround}"] if view.workaround else [])
+    if check.kind == "static":
+        return [f"{e['location']}: {e['sign']}: {e['text']}" for e in static_view(check).evidence]
+    return []
+
+
 def _check_case(suite: ET.Element, run: ValidationRun, check: CheckResult) -> str | None:
     """The run's stored verdict flags decide; a run stored without them gets them recomputed."""
     flags = [f for f in run.verdict.flags if f.check == check.name] or check_flags(check, run.verdict.has_symptom)
-    lines = [check_summary(check)["line"], f"criterion: {check.criterion}"]
+    lines = [check_summary(check)["line"], f"criterion: {check.criterion}", *_detail_lines(check)]
     return _case(suite, f"infercheck.{check.kind}", check.name, flags, lines)
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 
-from infercheck.checks.records import VARIANTS, ValidationRun
-from infercheck.report.view import answers, expected_matches, fmt_seconds, observation_cell
+from infercheck.checks.records import FLAG_REGRESSED, FLAG_WORKAROUND, VARIANTS, ValidationRun
+from infercheck.report.view import answers, app_views, expected_matches, fmt_seconds, observation_cell, static_views
 
+MARKED_FLAGS = (FLAG_REGRESSED, FLAG_WORKAROUND)  # shown as COLLATERAL / WORKAROUND markers
 STATUS_WORD = {"good": "ok", "warn": "check", "bad": "problem", "na": "n/a"}
 
 
@@ -19,6 +20,38 @@ def _cell(text: str) -> str:
 def _code_block(text: str) -> str:
     fence = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", text)), default=0))
     return f"{fence}bash\n{text}\n{fence}"
+
+
+def _apps_table(run: ValidationRun) -> list[str]:
+    """One row per neighbouring application; nothing when no app ran."""
+    apps = app_views(run)
+    if not apps:
+        return []
+    lines = ["", "Neighbouring applications:", "",
+             "| app | base | patched | hit rate base→patched | tokens/s base→patched | flags |",
+             "|---|---|---|---|---|---|"]
+    for a in apps:
+        flags = ", ".join([f"**{marker}**" for marker, _ in a.markers]
+                          + [f for f in a.check.flags if f not in MARKED_FLAGS]) or "—"
+        lines.append(f"| {_cell(a.check.name)} | {_cell(a.status['base'].text)} | {_cell(a.status['patched'].text)} "
+                     f"| {a.hit_rate} | {a.tokens_per_s} | {_cell(flags)} |")
+    return lines
+
+
+def _static_line(run: ValidationRun) -> list[str]:
+    """The static patch signs in one line (the first three); nothing when no static check ran."""
+    out = []
+    for s in static_views(run):
+        if s.error:
+            text = f"error ({s.error})"
+        elif s.evidence:
+            shown = "; ".join(f"{e['sign']} at `{e['location']}`" for e in s.evidence[:3])
+            more = max(s.total or 0, len(s.evidence)) - 3
+            text = shown + (f"; {more} more" if more > 0 else "")
+        else:
+            text = f"{s.total} found" if s.total else "none found"
+        out += ["", f"Static patch signs: {_cell(text)}"]
+    return out
 
 
 def render_summary(run: ValidationRun) -> str:
@@ -36,5 +69,6 @@ def render_summary(run: ValidationRun) -> str:
         lines += ["", "| check | kind | base | patched | reference | flags |", "|---|---|---|---|---|---|"]
         lines += [f"| {_cell(c.name)} | {c.kind} | " + " | ".join(_cell(observation_cell(c, x)) for x in VARIANTS)
                   + f" | {_cell(', '.join(c.flags)) or '—'} |" for c in run.checks]
+    lines += _apps_table(run) + _static_line(run)
     lines += ["", "Reproduce:", "", _code_block(run.command), ""]
     return "\n".join(lines)

@@ -14,14 +14,15 @@ from infercheck.run.job import Group, GroupResult, Job, Request, RequestResult, 
 SUPPORTED_SAMPLING = {"max_tokens", "temperature", "ignore_eos", "seed"}
 
 
-def load_model(job: Job) -> tuple[Any, Any]:
+def load_model(job: Job, group: Group) -> tuple[Any, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    path = group.model or job.model
     dtype = getattr(torch, job.dtype) if job.dtype != "auto" else torch.float32
-    model = AutoModelForCausalLM.from_pretrained(job.model, dtype=dtype, attn_implementation="eager")
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation="eager")
     model.eval()
-    return model, AutoTokenizer.from_pretrained(job.model)
+    return model, AutoTokenizer.from_pretrained(path)
 
 
 def check_sampling(request: Request) -> None:
@@ -32,8 +33,10 @@ def check_sampling(request: Request) -> None:
 
 
 def top_k(row: Any, k: int, include: int | None) -> list[list[float]]:
+    """The k best [token_id, logprob] pairs (k = -1: the full distribution), plus `include`."""
     import torch
 
+    k = row.shape[-1] if k < 0 else min(k, row.shape[-1])
     values, ids = torch.topk(row, k)
     pairs = [[int(i), float(v)] for v, i in zip(values.tolist(), ids.tolist())]
     if include is not None and include not in ids.tolist():
@@ -66,7 +69,7 @@ def score(model: Any, request: Request, prompt_ids: list[int], eos_id: int | Non
         full = torch.tensor([prompt_ids + out_ids])
         logprobs = torch.log_softmax(model(input_ids=full).logits[0].float(), dim=-1)
     n = len(prompt_ids)
-    k = request.logprobs or 0
+    k = request.logprobs or 0  # -1: full distributions
     gen_rows = [logprobs[n - 1 + t] for t in range(len(out_ids))]
     chosen = [float(row[t]) for row, t in zip(gen_rows, out_ids)]
     result = RequestResult(id=request.id, group="", prompt_ids=prompt_ids, output_ids=out_ids, text="",
@@ -74,10 +77,10 @@ def score(model: Any, request: Request, prompt_ids: list[int], eos_id: int | Non
                            chosen_logprobs=chosen)
     candidates = request.candidate_ids or [[] for _ in out_ids]
     if k or request.candidate_ids:
-        result.logprobs = [with_candidates(top_k(row, max(k, 1), t), row, cands)
+        result.logprobs = [with_candidates(top_k(row, k if k < 0 else max(k, 1), t), row, cands)
                            for row, t, cands in zip(gen_rows, out_ids, candidates)]
     if request.prompt_logprobs is not None:
-        pk = max(1, request.prompt_logprobs)
+        pk = request.prompt_logprobs if request.prompt_logprobs < 0 else max(1, request.prompt_logprobs)
         result.prompt_logprobs = [None] + [top_k(logprobs[i - 1], pk, prompt_ids[i]) for i in range(1, n)]
     return result
 
@@ -87,7 +90,7 @@ def run_group(job: Job, group: Group, emit: Callable[[RequestResult], None],
     for request in group.requests:
         check_sampling(request)
     t0 = time.time()
-    model, tokenizer = load_model(job)
+    model, tokenizer = load_model(job, group)
     startup = time.time() - t0
     t1 = time.time()
     prompt_tokens = output_tokens = 0

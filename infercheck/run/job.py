@@ -36,6 +36,12 @@ class Request:
     # reporting at each position the logprobs of candidate_ids[t] (the engine's top-k) too.
     continuation_ids: list[int] | None = None
     candidate_ids: list[list[int]] | None = None
+    # Requests of a group are submitted in waves (ascending): one generate call per wave, so "one at
+    # a time" is one request per wave and "a burst" is many in one wave.
+    wave: int = 0
+    # A session (agent loop): before generating turn t, turns[t] is appended to the context, and each
+    # turn's output stays in the context; one result per turn, id "<id>.t<NN>".
+    turns: list[str] | None = None
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.prompt_token_ids is None):
@@ -61,6 +67,7 @@ class Group:
     engine_args: dict[str, Any]
     requests: list[Request]
     lm_eval: list[LmEvalTask] = field(default_factory=list)
+    model: str | None = None  # overrides the job's model (e.g. an app pinned to the sliding-window model)
 
 
 @dataclass
@@ -85,7 +92,8 @@ class Job:
     def from_dict(cls, data: dict[str, Any]) -> "Job":
         try:
             groups = [Group(g["name"], dict(g.get("engine_args") or {}), [Request(**r) for r in g["requests"]],
-                            [LmEvalTask(**t) for t in g.get("lm_eval") or []]) for g in data["groups"]]
+                            [LmEvalTask(**t) for t in g.get("lm_eval") or []], g.get("model"))
+                      for g in data["groups"]]
             return cls(data["backend"], data["model"], data.get("dtype", "float32"), groups, data.get("seed", 0))
         except (KeyError, TypeError) as exc:
             raise InfercheckError(f"malformed job: {exc}") from None
@@ -113,6 +121,9 @@ class RequestResult:
     prompt_logprobs: list[list[list[float]] | None] | None = None
     elapsed_s: float = 0.0
     pieces: dict[str, str] = field(default_factory=dict)  # token id -> decoded text, for reports
+    # n > 1: every completion as {"ids": [...], "text": ..., "finish_reason": ..., "stop_reason": ...}
+    completions: list[dict[str, Any]] | None = None
+    wave: int = 0
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RequestResult":
@@ -129,6 +140,8 @@ class GroupResult:
     elapsed_s: float
     startup_s: float
     metrics: dict[str, float] = field(default_factory=dict)
+    # One row per generate call: {"wave", "step", "requests", "prompt_tokens", "output_tokens", "elapsed_s"}
+    steps: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def tokens_per_s(self) -> float:

@@ -83,7 +83,12 @@ def pieces_of(completion: Any) -> dict[str, str]:
     return pieces
 
 
-def to_result(request: Request, group: str, output: Any, elapsed: float) -> RequestResult:
+def completion_record(completion: Any) -> dict[str, Any]:
+    return {"ids": list(completion.token_ids), "text": completion.text, "finish_reason": completion.finish_reason,
+            "stop_reason": completion.stop_reason if isinstance(completion.stop_reason, (str, int)) else None}
+
+
+def to_result(request: Request, group: str, output: Any, elapsed: float, result_id: str | None = None) -> RequestResult:
     completion = output.outputs[0]
     out_ids = list(completion.token_ids)
     logprobs = chosen = None
@@ -92,10 +97,63 @@ def to_result(request: Request, group: str, output: Any, elapsed: float) -> Requ
         chosen = [float(p[t].logprob) for p, t in zip(completion.logprobs, out_ids)]
     prompt_lps = [ranked(p) for p in output.prompt_logprobs] if output.prompt_logprobs is not None else None
     return RequestResult(
-        id=request.id, group=group, prompt_ids=list(output.prompt_token_ids), output_ids=out_ids,
+        id=result_id or request.id, group=group, prompt_ids=list(output.prompt_token_ids), output_ids=out_ids,
         text=completion.text, finish_reason=completion.finish_reason, logprobs=logprobs, chosen_logprobs=chosen,
         prompt_logprobs=prompt_lps, elapsed_s=round(elapsed, 4), pieces=pieces_of(completion),
+        completions=[completion_record(c) for c in output.outputs] if len(output.outputs) > 1 else None,
+        wave=request.wave,
     )
+
+
+class GroupRunner:
+    """Runs one group's waves on a live engine, emitting results and one timing row per generate call."""
+
+    def __init__(self, llm: Any, group: Group, emit: Callable[[RequestResult], None]) -> None:
+        self.llm, self.group, self.emit = llm, group, emit
+        self.steps: list[dict[str, Any]] = []
+
+    def generate(self, requests: list[Request], prompts: list[Any], wave: int, step: int) -> list[Any]:
+        t0 = time.time()
+        outputs = self.llm.generate(prompts, [sampling_params(r) for r in requests], use_tqdm=False)
+        elapsed = time.time() - t0
+        self.steps.append({"wave": wave, "step": step, "requests": len(requests),
+                           "prompt_tokens": sum(len(o.prompt_token_ids) for o in outputs),
+                           "output_tokens": sum(len(c.token_ids) for o in outputs for c in o.outputs),
+                           "elapsed_s": round(elapsed, 4)})
+        return [(o, elapsed) for o in outputs]
+
+    def run_plain(self, requests: list[Request], wave: int) -> None:
+        prompts = [{"prompt_token_ids": r.prompt_token_ids} if r.prompt_token_ids is not None else r.prompt
+                   for r in requests]
+        for request, (output, elapsed) in zip(requests, self.generate(requests, prompts, wave, 0)):
+            self.emit(to_result(request, self.group.name, output, elapsed))
+
+    def run_sessions(self, sessions: list[Request], wave: int) -> None:
+        tokenizer = self.llm.get_tokenizer()
+        encode = lambda text: list(tokenizer.encode(text, add_special_tokens=False))  # noqa: E731
+        context = {r.id: (list(r.prompt_token_ids) if r.prompt_token_ids is not None
+                          else list(tokenizer.encode(r.prompt))) for r in sessions}
+        for turn in range(max(len(r.turns or []) for r in sessions)):
+            active = [r for r in sessions if turn < len(r.turns or [])]
+            for r in active:
+                context[r.id] += encode(r.turns[turn])
+            prompts = [{"prompt_token_ids": list(context[r.id])} for r in active]
+            for request, (output, elapsed) in zip(active, self.generate(active, prompts, wave, turn)):
+                result = to_result(request, self.group.name, output, elapsed, f"{request.id}.t{turn:02d}")
+                context[request.id] += result.output_ids
+                self.emit(result)
+
+    def run(self) -> tuple[int, int, float]:
+        for wave in sorted({r.wave for r in self.group.requests}):
+            batch = [r for r in self.group.requests if r.wave == wave]
+            plain = [r for r in batch if not r.turns]
+            if plain:
+                self.run_plain(plain, wave)
+            sessions = [r for r in batch if r.turns]
+            if sessions:
+                self.run_sessions(sessions, wave)
+        return (sum(s["prompt_tokens"] for s in self.steps), sum(s["output_tokens"] for s in self.steps),
+                sum(s["elapsed_s"] for s in self.steps))
 
 
 def run_group(job: Job, group: Group, emit: Callable[[RequestResult], None],
@@ -103,21 +161,13 @@ def run_group(job: Job, group: Group, emit: Callable[[RequestResult], None],
     from vllm import LLM
 
     kwargs = engine_kwargs(job, group)
-    params = [sampling_params(r) for r in group.requests]
-    prompts = [{"prompt_token_ids": r.prompt_token_ids} if r.prompt_token_ids is not None else r.prompt
-               for r in group.requests]
+    for request in group.requests:
+        sampling_params(request)  # bad sampling params are refused before the engine starts
     t0 = time.time()
-    llm = LLM(model=job.model, **kwargs)
+    llm = LLM(model=group.model or job.model, **kwargs)
     startup = time.time() - t0
-    t1 = time.time()
-    outputs = llm.generate(prompts, params, use_tqdm=False) if prompts else []
-    elapsed = time.time() - t1
-    prompt_tokens = output_tokens = 0
-    for request, output in zip(group.requests, outputs):
-        result = to_result(request, group.name, output, elapsed)
-        prompt_tokens += len(result.prompt_ids)
-        output_tokens += len(result.output_ids)
-        emit(result)
+    runner = GroupRunner(llm, group, emit)
+    prompt_tokens, output_tokens, elapsed = runner.run()
     if group.lm_eval:
         from infercheck.run.lm_eval_runner import make_live_vllm, run_tasks
 
@@ -126,4 +176,4 @@ def run_group(job: Job, group: Group, emit: Callable[[RequestResult], None],
     del llm
     gc.collect()
     return GroupResult(group.name, group.engine_args, len(group.requests), prompt_tokens, output_tokens,
-                       round(elapsed, 4), round(startup, 3), metrics)
+                       round(elapsed, 4), round(startup, 3), metrics, runner.steps)

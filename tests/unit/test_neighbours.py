@@ -42,3 +42,33 @@ def test_every_suite_named_in_the_map_exists():
     data = yaml.safe_load((SUITES_DIR / "neighbours.yaml").read_text())
     named = set(data["smoke"]["suites"]) | {s for r in data["rules"] for s in r.get("suites") or []}
     assert named <= set(load_suites())
+
+
+def test_every_app_named_in_the_map_exists_and_every_app_is_reachable():
+    import yaml
+
+    from infercheck.apps import load_apps
+    from infercheck.paths import SUITES_DIR
+
+    data = yaml.safe_load((SUITES_DIR / "neighbours.yaml").read_text())
+    named = {a for r in data["rules"] for a in r.get("apps") or []}
+    assert named == set(load_apps())
+
+
+def test_choose_apps_from_touched_files_with_reasons():
+    from infercheck.neighbours import choose_apps
+
+    apps, reasons = choose_apps(["vllm/v1/sample/sampler.py"], None)
+    assert [a.name for a in apps][:1] and {a.name for a in apps} >= {"sampler-distribution", "logprobs"}
+    assert "vllm/v1/sample/sampler.py" in reasons["sampler-distribution"]
+    assert choose_apps(["vllm/v1/sample/sampler.py"], ["none"]) == ([], {})
+    named, why = choose_apps([], ["preemption,logprobs"])
+    assert [a.name for a in named] == ["preemption", "logprobs"] and why["logprobs"] == "named with --apps"
+
+
+def test_choose_apps_refuses_unknown_names():
+    from infercheck.errors import InfercheckError
+    from infercheck.neighbours import choose_apps
+
+    with pytest.raises(InfercheckError, match="unknown app"):
+        choose_apps([], ["no-such-app"])

@@ -1,0 +1,235 @@
+"""Neighbouring applications as data: suites/apps/*.yaml → App records → the requests they send.
+
+An app is engine args + a workload + comparators + what to record (throughput, prefix-cache hit
+rate, preemptions). Its workload is one of a few types (below); each type expands into request
+*sets* (e.g. "burst" and "solo") whose ids are `app/<name>#<set>/<key>`, so the comparators in
+checks/app_compare.py can pair the same key across sets. A set with its own engine args runs on
+its own engine instance (e.g. the tiny KV cache of the preemption app).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from infercheck.errors import InfercheckError
+from infercheck.models import addition
+from infercheck.paths import SUITES_DIR
+from infercheck.prompts import ADDITION, build_prompts
+from infercheck.run.job import Request
+from infercheck.suites import read_yaml
+
+PREFIX = "app/"
+COMPARATORS = ("reference", "consistency", "sampler", "seeded", "logprobs", "structured", "stop")
+RECORDS = ("throughput", "hit_rate", "preemptions")
+
+
+@dataclass(frozen=True)
+class App:
+    name: str  # "agent-multiturn" (its check is "app/agent-multiturn")
+    description: str
+    criterion: str
+    spec: dict[str, Any]
+    model: str | None = None  # a bundled model it is pinned to; None = the run's model
+    engine_args: dict[str, Any] = field(default_factory=dict)
+    compare: tuple[str, ...] = ()
+    record: tuple[str, ...] = ()
+
+    @property
+    def check_name(self) -> str:
+        return PREFIX + self.name
+
+    def options(self, comparator: str) -> dict[str, Any]:
+        return dict(self.spec.get(comparator) or {})
+
+
+@dataclass
+class AppSet:
+    """Requests of one app that share an engine config."""
+
+    name: str
+    requests: list[Request]
+    engine_args: dict[str, Any] = field(default_factory=dict)  # over the app's own
+
+
+def request_id(app: str, set_name: str, key: str) -> str:
+    return f"{PREFIX}{app}#{set_name}/{key}"
+
+
+def parse_id(result_id: str) -> tuple[str, str, str] | None:
+    """(app, set, key) of an app request id (a session turn keeps its `.tNN` in the key)."""
+    if not result_id.startswith(PREFIX) or "#" not in result_id:
+        return None
+    app, rest = result_id[len(PREFIX):].split("#", 1)
+    set_name, _, key = rest.partition("/")
+    return app, set_name, key
+
+
+def load_apps(root: Path = SUITES_DIR / "apps") -> dict[str, App]:
+    apps = {}
+    for path in sorted(root.glob("*.yaml")):
+        data = read_yaml(path)
+        name = str(data.get("name", path.stem))
+        compare = tuple(data.get("compare") or ())
+        bad = [c for c in compare if c not in COMPARATORS] + [r for r in data.get("record") or [] if r not in RECORDS]
+        if bad or not compare:
+            raise InfercheckError(f"{path}: unknown comparator/record {', '.join(bad)}" if bad
+                                  else f"{path}: an app needs `compare` (one of {', '.join(COMPARATORS)})")
+        workload = data.get("workload") or {}
+        if workload.get("type") not in WORKLOADS:
+            raise InfercheckError(f"{path}: workload.type must be one of {', '.join(WORKLOADS)}")
+        apps[name] = App(name, str(data.get("description", "")), str(data.get("criterion", "")), data,
+                         data.get("model"), dict(data.get("engine_args") or {}), compare,
+                         tuple(data.get("record") or ()))
+    return apps
+
+
+def select_apps(names: list[str], root: Path = SUITES_DIR / "apps") -> list[App]:
+    apps = load_apps(root)
+    unknown = [n for n in names if n.removeprefix(PREFIX) not in apps]
+    if unknown:
+        raise InfercheckError(f"unknown app(s) {', '.join(unknown)} (known: {', '.join(apps)})")
+    return [apps[n.removeprefix(PREFIX)] for n in dict.fromkeys(names)]
+
+
+# ---- workload types -------------------------------------------------------------------------
+
+
+def addition_lines(count: int, seed: int) -> list[str]:
+    """`count` few-shot lines ("07+45=052\\n"), deterministic for a seed."""
+    pool = addition.load_split(ADDITION / "fewshot.jsonl")
+    rng = random.Random(seed)
+    return [rng.choice(pool).text for _ in range(count)]
+
+
+def greedy(max_tokens: int, **extra: Any) -> dict[str, Any]:
+    return {"max_tokens": max_tokens, "temperature": 0.0, "ignore_eos": True, **extra}
+
+
+def _session(app: App, w: dict[str, Any]) -> list[AppSet]:
+    """An agent loop: a system prefix, then turns of (tool result + question) → model answer."""
+    questions = addition.load_split(ADDITION / "test.jsonl")
+    requests = []
+    for s in range(int(w.get("sessions", 1))):
+        system = "".join(addition_lines(int(w.get("system_lines", 12)), seed=100 + s))
+        turns = []
+        for t in range(int(w.get("turns", 20))):
+            tool = "".join(addition_lines(int(w.get("tool_lines", 1)), seed=1000 * (s + 1) + t)) if t else ""
+            turns.append(tool + questions[(37 * s + 11 * t) % len(questions)].question)
+        requests.append(Request(request_id(app.name, "session", f"s{s}"), prompt=system, turns=turns,
+                                sampling=greedy(int(w.get("max_tokens", 4))), logprobs=int(w.get("logprobs", 20))))
+    return [AppSet("session", requests)]
+
+
+def _prompts(app: App, w: dict[str, Any]) -> list[AppSet]:
+    """Prompts from a prompt set, greedy; `sets` repeats them under other engine args."""
+    prompts = build_prompts(w["prompts"])
+    sets = w.get("sets") or {"main": {}}
+    return [AppSet(name, [Request(request_id(app.name, name, p.id), prompt=p.text,
+                                  sampling=greedy(int(w.get("max_tokens", 8))), logprobs=int(w.get("logprobs", 20)))
+                          for p in prompts], dict(args or {}))
+            for name, args in sets.items()]
+
+
+def _shared_prefix(app: App, w: dict[str, Any]) -> list[AppSet]:
+    """Sub-agents: one shared prefix + distinct suffixes, all at once ("burst") and one at a time ("solo")."""
+    prefix = "".join(addition_lines(int(w.get("prefix_lines", 30)), seed=7))
+    questions = addition.load_split(ADDITION / "test.jsonl")
+    count, max_tokens = int(w.get("requests", 16)), int(w.get("max_tokens", 8))
+    texts = [prefix + "".join(addition_lines(i % 3, seed=50 + i)) + questions[3 * i].question for i in range(count)]
+    make = lambda set_name, i, wave: Request(request_id(app.name, set_name, f"q{i:02d}"), prompt=texts[i],  # noqa: E731
+                                             sampling=greedy(max_tokens), logprobs=20, wave=wave)
+    return [AppSet("burst", [make("burst", i, 0) for i in range(count)]),
+            AppSet("solo", [make("solo", i, 1 + i) for i in range(count)])]
+
+
+def _batch_mix(app: App, w: dict[str, Any]) -> list[AppSet]:
+    """Probe prompts alone (one per wave) and mixed into one batch with fillers of other lengths."""
+    probes = build_prompts(w["probes"])
+    fillers = build_prompts(w["fillers"])
+    max_tokens = int(w.get("max_tokens", 8))
+    make = lambda set_name, p, wave: Request(request_id(app.name, set_name, p.id), prompt=p.text,  # noqa: E731
+                                             sampling=greedy(max_tokens), logprobs=20, wave=wave)
+    batched = [make("batched", p, 0) for p in fillers]
+    step = max(1, len(batched) // max(1, len(probes)))
+    for i, p in enumerate(probes):  # spread the probes over the batch
+        batched.insert(min(len(batched), i * (step + 1)), make("batched", p, 0))
+    return [AppSet("batched", batched), AppSet("alone", [make("alone", p, 1 + i) for i, p in enumerate(probes)])]
+
+
+def _sampler(app: App, w: dict[str, Any]) -> list[AppSet]:
+    """N samples of one next token under each sampling-parameter combination (unseeded: see
+    docs/engine-notes.md — seeded requests crash vLLM-CPU when a prefill is chunked)."""
+    prompt = "".join(addition_lines(int(w.get("prompt_lines", 12)), seed=11))
+    samples = int(w.get("samples", 500))
+    return [AppSet("sample", [Request(request_id(app.name, "sample", f"c{i}"), prompt=prompt,
+                                      sampling={"n": samples, "max_tokens": 1, **combo})
+                              for i, combo in enumerate(w["combos"])])]
+
+
+def _seeded(app: App, w: dict[str, Any]) -> list[AppSet]:
+    """Seeded sampled requests alone, in a mixed batch at other positions, and repeated."""
+    probes = build_prompts(w["probes"])
+    fillers = build_prompts(w["fillers"])
+    sampling = {"max_tokens": int(w.get("max_tokens", 12)), "temperature": float(w.get("temperature", 1.0)),
+                "ignore_eos": True}
+    seeded = lambda set_name, p, i, wave: Request(  # noqa: E731
+        request_id(app.name, set_name, p.id), prompt=p.text, sampling={**sampling, "seed": 1000 + i}, wave=wave)
+    alone = [seeded("alone", p, i, 1 + i) for i, p in enumerate(probes)]
+    filler = [Request(request_id(app.name, "filler", p.id), prompt=p.text, sampling=sampling, wave=0) for p in fillers]
+    mixed = filler[:]
+    for i, p in enumerate(probes):
+        mixed.insert(min(len(mixed), 2 * i + 1), seeded("batched", p, i, 0))
+    repeat = [seeded("repeat", p, i, 1 + len(probes)) for i, p in reversed(list(enumerate(probes)))]
+    return [AppSet("seeded", [*mixed, *alone, *repeat])]
+
+
+def _logprobs(app: App, w: dict[str, Any]) -> list[AppSet]:
+    """Greedy with sample and prompt logprobs (raw mode) and sampled in processed mode."""
+    prompts = build_prompts(w["prompts"])
+    k, max_tokens = int(w.get("logprobs", 5)), int(w.get("max_tokens", 6))
+    processed = dict(w.get("processed_sampling") or {"temperature": 0.7})
+    raw = [Request(request_id(app.name, "raw", p.id), prompt=p.text, sampling=greedy(max_tokens), logprobs=k,
+                   prompt_logprobs=k) for p in prompts]
+    proc = [Request(request_id(app.name, "processed", p.id), prompt=p.text,
+                    sampling={"max_tokens": max_tokens, "ignore_eos": True, **processed}, logprobs=k) for p in prompts]
+    return [AppSet("raw", raw), AppSet("processed", proc, {"logprobs_mode": "processed_logprobs"})]
+
+
+def _structured(app: App, w: dict[str, Any]) -> list[AppSet]:
+    prompts = build_prompts(w["prompts"])
+    schema = {"json": w["schema"], "disable_any_whitespace": bool(w.get("disable_any_whitespace", True))}
+    return [AppSet("json", [Request(request_id(app.name, "json", p.id), prompt=p.text,
+                                    sampling={"max_tokens": int(w.get("max_tokens", 24)), "temperature": 0.0,
+                                              "structured_outputs": schema}, logprobs=-1)
+                            for p in prompts])]
+
+
+def _stop_n(app: App, w: dict[str, Any]) -> list[AppSet]:
+    """Greedy without and with stop strings (split across tokens), and n > 1 sampling with stops."""
+    prompts = build_prompts(w["prompts"])
+    stops, max_tokens = list(w["stops"]), int(w.get("max_tokens", 24))
+    free = [Request(request_id(app.name, "free", p.id), prompt=p.text, sampling=greedy(max_tokens), logprobs=20)
+            for p in prompts]
+    stopped = [Request(request_id(app.name, "stop", p.id), prompt=p.text, sampling=greedy(max_tokens, stop=stops))
+               for p in prompts]
+    n = [Request(request_id(app.name, "n", p.id), prompt=p.text,
+                 sampling={"n": int(w.get("n", 4)), "max_tokens": max_tokens, "temperature": 0.8, "stop": stops,
+                           "ignore_eos": True}) for p in prompts]
+    return [AppSet("stop", [*free, *stopped, *n])]
+
+
+WORKLOADS: dict[str, Callable[[App, dict[str, Any]], list[AppSet]]] = {
+    "session": _session, "prompts": _prompts, "shared-prefix": _shared_prefix, "batch-mix": _batch_mix,
+    "sampler": _sampler, "seeded": _seeded, "logprobs": _logprobs, "structured": _structured, "stop-n": _stop_n,
+}
+
+
+def app_sets(app: App) -> list[AppSet]:
+    """The app's request sets, each with its full engine args (app's, then the set's own)."""
+    sets = WORKLOADS[app.spec["workload"]["type"]](app, app.spec["workload"])
+    for s in sets:
+        s.engine_args = {**app.engine_args, **s.engine_args}
+    return sets

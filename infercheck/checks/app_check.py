@@ -1,0 +1,76 @@
+"""A neighbouring application as a CheckResult: its comparators on base and on patched, its runtime
+record (tokens/s, prefix-cache hit rate, preemptions) and its workaround signals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infercheck.apps import App
+from infercheck.checks import app_compare as cmp
+from infercheck.checks.records import FLAG_NOT_RESTORED, FLAG_REGRESSED, FLAG_WORKAROUND, CheckResult, Observation
+from infercheck.checks.signals import Runtime, throughput_signal, workaround_signals
+from infercheck.run.job import RequestResult
+
+
+def run_comparators(app: App, results: list[RequestResult], refs: dict[str, RequestResult],
+                    params: dict[str, dict[str, Any]], profile: dict[str, float]) -> list[cmp.Comparison]:
+    out = []
+    workload = app.spec["workload"]
+    for name in app.compare:
+        opts = app.options(name)
+        if name == "reference":
+            out.append(cmp.compare_reference(results, refs, profile))
+        elif name == "consistency":
+            out.append(cmp.compare_consistency(results, opts["a"], opts["b"], profile["near_tie"]))
+        elif name == "seeded":
+            out.append(cmp.compare_seeded(results))
+        elif name == "sampler":
+            out.append(cmp.compare_sampler(results, refs, params, float(opts.get("alpha", 0.001)),
+                                           float(opts.get("min_expected", 5))))
+        elif name == "logprobs":
+            temperature = float((workload.get("processed_sampling") or {}).get("temperature", 0.7))
+            out.append(cmp.compare_logprobs(results, refs, temperature, profile["max_abs_dlogprob"]))
+        elif name == "structured":
+            out.append(cmp.compare_structured(results, refs, workload["schema"], profile["near_tie"]))
+        elif name == "stop":
+            out.append(cmp.compare_stop(results, list(workload["stops"]), int(workload.get("n", 4)),
+                                        int(workload.get("max_tokens", 24))))
+    return out
+
+
+def observe(variant: str, comparisons: list[cmp.Comparison], runtime: Runtime, n: int) -> Observation:
+    failed = [c.comparator for c in comparisons if not c.passed]
+    detail: dict[str, Any] = {c.comparator: c.summary for c in comparisons}
+    detail.update({f"{c.comparator}_detail": c.detail for c in comparisons})
+    detail["runtime"] = runtime.as_detail()
+    if failed:
+        detail["failed_on"] = ", ".join(failed)
+    return Observation(variant, float(len(failed)), not failed, None, n, detail)
+
+
+def app_check(app: App, why: str, affected: bool, engine: dict[str, list[RequestResult]],
+              refs: dict[str, dict[str, RequestResult]], runtime: dict[str, Runtime],
+              params: dict[str, dict[str, Any]], profile: dict[str, float],
+              signals: dict[str, float]) -> CheckResult:
+    """engine/refs/runtime: variant -> this app's results / reference scorings / runtime record."""
+    comparisons = {v: run_comparators(app, engine[v], refs[v], params, profile) for v in ("base", "patched")}
+    base, patched = (observe(v, comparisons[v], runtime[v], len(engine[v])) for v in ("base", "patched"))
+    flags = []
+    if base.passed and not patched.passed:
+        flags.append(FLAG_REGRESSED)
+    if not patched.passed:
+        flags.append(FLAG_NOT_RESTORED)
+    bypassed = workaround_signals(runtime["base"], runtime["patched"], app.record, signals)
+    comparison: dict[str, Any] = {"runtime": {v: runtime[v].as_detail() for v in ("base", "patched")}}
+    if "throughput" in app.record:
+        comparison["throughput"] = throughput_signal(runtime["base"], runtime["patched"], signals)
+    if bypassed:
+        flags.append(FLAG_WORKAROUND)
+        comparison["workaround"] = "; ".join(bypassed)
+    examples = [{"variant": v, "comparator": c.comparator, **e} for v in ("base", "patched")
+                for c in comparisons[v] for e in c.examples][:6]
+    reference = Observation("reference", None, None, None, None,
+                            {"role": "HF transformers float32 (teacher-forced scoring and exact distributions)"})
+    criterion = app.criterion or "; ".join(app.compare)
+    return CheckResult(app.check_name, "app", "failed comparators", criterion, affected, base, patched, reference,
+                       flags, comparison, examples, why)

@@ -1,0 +1,82 @@
+"""Runtime workaround signals of an app: prefix-cache hit-rate collapse, throughput drop beyond the
+measured noise, preemption that no longer happens. Pure functions over GroupResult records."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from infercheck.run.job import GroupResult
+
+HITS, QUERIES, PREEMPTIONS = "vllm:prefix_cache_hits", "vllm:prefix_cache_queries", "vllm:num_preemptions"
+
+
+@dataclass
+class Runtime:
+    """An app's engine counters and per-step timings on one variant."""
+
+    tokens_per_s: float | None
+    hit_rate: float | None
+    preemptions: int | None
+    steps: list[dict[str, Any]]
+
+    def as_detail(self) -> dict[str, Any]:
+        return {"tokens_per_s": self.tokens_per_s, "hit_rate": self.hit_rate, "preemptions": self.preemptions,
+                "steps": len(self.steps)}
+
+
+def runtime_of(groups: list[GroupResult]) -> Runtime:
+    tokens = sum(g.prompt_tokens + g.output_tokens for g in groups)
+    elapsed = sum(g.elapsed_s for g in groups)
+    queries = sum(g.metrics.get(QUERIES, 0.0) for g in groups)
+    hits = sum(g.metrics.get(HITS, 0.0) for g in groups)
+    preempt = [g.metrics[PREEMPTIONS] for g in groups if PREEMPTIONS in g.metrics]
+    return Runtime(tokens / elapsed if elapsed > 0 else None, hits / queries if queries > 0 else None,
+                   int(sum(preempt)) if preempt else None, [s for g in groups for s in g.steps])
+
+
+def step_rate(step: dict[str, Any]) -> float | None:
+    elapsed = float(step.get("elapsed_s") or 0.0)
+    tokens = int(step.get("prompt_tokens", 0)) + int(step.get("output_tokens", 0))
+    return tokens / elapsed if elapsed > 0 and tokens > 0 else None
+
+
+def throughput_signal(base: Runtime, patched: Runtime, signals: dict[str, float]) -> dict[str, Any] | None:
+    """Slowdown of the same steps on patched vs base, against a tolerance from their own noise."""
+    from scipy.stats import wilcoxon
+
+    pairs = [(step_rate(b), step_rate(p)) for b, p in zip(base.steps, patched.steps)]
+    logs = [math.log(p / b) for b, p in pairs if b and p]
+    if len(logs) < int(signals["min_steps"]):
+        return None
+    median = statistics.median(logs)
+    mad = statistics.median(abs(x - median) for x in logs)
+    tolerance = max(-math.log(1 - signals["throughput_floor"]), signals["noise_factor"] * 1.4826 * mad)
+    p_value = float(wilcoxon(logs, alternative="less").pvalue) if any(logs) else 1.0
+    slowdown = 1 - math.exp(median)
+    detail = {"median_slowdown": round(slowdown, 4), "tolerance": round(1 - math.exp(-tolerance), 4),
+              "p_value": p_value, "steps": len(logs)}
+    detail["flagged"] = median < -tolerance and p_value < signals["alpha"]
+    detail["why"] = (f"throughput down {slowdown:.0%} over {len(logs)} paired steps "
+                     f"(tolerance {detail['tolerance']:.0%} from the runs' noise, p={p_value:.2g})")
+    return detail
+
+
+def workaround_signals(base: Runtime, patched: Runtime, record: tuple[str, ...],
+                       signals: dict[str, float]) -> list[str]:
+    """Why the app looks bypassed on patched (empty: no sign)."""
+    out = []
+    if "hit_rate" in record and base.hit_rate is not None and base.hit_rate >= signals["min_base_hit_rate"]:
+        patched_rate = patched.hit_rate or 0.0
+        if patched_rate < base.hit_rate * (1 - signals["hit_rate_drop"]):
+            out.append(f"prefix-cache hit rate collapsed: {base.hit_rate:.1%} on base, {patched_rate:.1%} on patched")
+    if "preemptions" in record and (base.preemptions or 0) > 0 and not patched.preemptions:
+        out.append(f"preemption no longer happens: {base.preemptions} preemptions on base, 0 on patched "
+                   f"with the same KV-cache budget")
+    if "throughput" in record:
+        drop = throughput_signal(base, patched, signals)
+        if drop and drop["flagged"]:
+            out.append(drop["why"])
+    return out

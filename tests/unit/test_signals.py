@@ -1,0 +1,86 @@
+"""Workaround signals: runtime (hit rate, throughput, preemptions) and static patch signs."""
+
+from pathlib import Path
+
+from infercheck.checks.signals import Runtime, runtime_of, throughput_signal, workaround_signals
+from infercheck.checks.static_signals import added_lines, static_check, static_evidence
+from infercheck.paths import PATCHES_DIR
+from infercheck.run.job import GroupResult
+
+SIGNALS = {"hit_rate_drop": 0.5, "min_base_hit_rate": 0.2, "throughput_floor": 0.3, "noise_factor": 3.0,
+           "min_steps": 6, "alpha": 0.01}
+
+
+def steps(rates, jitter=0.0):
+    return [{"wave": 0, "step": i, "prompt_tokens": 100, "output_tokens": 0,
+             "elapsed_s": 100 / (r * (1 + (jitter if i % 2 else -jitter)))} for i, r in enumerate(rates)]
+
+
+def test_runtime_of_sums_counters():
+    g = GroupResult("app:x:s", {}, 2, 300, 20, 2.0, 1.0,
+                    {"vllm:prefix_cache_queries": 300.0, "vllm:prefix_cache_hits": 240.0, "vllm:num_preemptions": 3.0},
+                    steps([1000] * 2))
+    rt = runtime_of([g])
+    assert rt.hit_rate == 0.8 and rt.preemptions == 3 and rt.tokens_per_s == 160.0
+
+
+def test_hit_rate_collapse_and_vanished_preemption():
+    base = Runtime(1000.0, 0.8, 5, [])
+    assert workaround_signals(base, Runtime(1000.0, 0.79, 5, []), ("hit_rate", "preemptions"), SIGNALS) == []
+    why = workaround_signals(base, Runtime(1000.0, 0.0, 0, []), ("hit_rate", "preemptions"), SIGNALS)
+    assert len(why) == 2 and "collapsed" in why[0] and "preemption" in why[1]
+    # a low base hit rate means nothing to compare
+    assert workaround_signals(Runtime(1.0, 0.1, None, []), Runtime(1.0, 0.0, None, []), ("hit_rate",), SIGNALS) == []
+
+
+def test_throughput_drop_needs_size_and_significance():
+    base = Runtime(None, None, None, steps([1000] * 12, jitter=0.05))
+    same = Runtime(None, None, None, steps([1000] * 12, jitter=0.06))
+    assert not throughput_signal(base, same, SIGNALS)["flagged"]
+    slow = Runtime(None, None, None, steps([400] * 12, jitter=0.05))
+    drop = throughput_signal(base, slow, SIGNALS)
+    assert drop["flagged"] and drop["median_slowdown"] > 0.5
+    assert "throughput down" in workaround_signals(base, slow, ("throughput",), SIGNALS)[0]
+    # too few steps: no judgement
+    assert throughput_signal(Runtime(None, None, None, steps([1000] * 3)), Runtime(None, None, None, steps([10] * 3)),
+                             SIGNALS) is None
+
+
+def patch(*added, file="vllm/x.py"):
+    body = "".join(f"+{line}\n" for line in added)
+    return f"--- a/{file}\n+++ b/{file}\n@@ -10,1 +10,{len(added) + 1} @@\n context\n{body}"
+
+
+def test_added_lines_carry_file_and_line():
+    assert added_lines(patch("a = 1", "b = 2")) == [("vllm/x.py", 11, "a = 1"), ("vllm/x.py", 12, "b = 2")]
+
+
+def test_static_signs():
+    signs = lambda *lines, prompts=(): [e.sign for e in static_evidence(patch(*lines), list(prompts))]  # noqa: E731
+    assert signs("        self.enable_prefix_caching = False") == ["feature_off"]
+    assert signs("    cache_config.enable_prefix_caching: bool = False") == ["feature_off"]
+    assert signs("        self.sliding_window = -1") == ["feature_off"]
+    assert signs("    disable_cascade_attn = True") == ["feature_off"]
+    assert signs("        self.sliding_window = sliding_window") == []
+    assert signs("    if self.enable_prefix_caching == False:") == []
+    assert signs("    except Exception:", "        pass") == ["swallowed_exception"]
+    assert signs("    except:  pass") == ["swallowed_exception"]
+    assert signs("    except ValueError:", "        raise") == []
+    assert signs("        top_p = 1.0") == ["sampling_param_ignored"]
+    assert signs("        min_p = None  # unsupported here") == ["sampling_param_ignored"]
+    assert signs("    if prompt.endswith('12+34=046'):", prompts=["...\n12+34=046\n"]) == ["reported_prompt"]
+    assert signs("    # self.enable_prefix_caching = False") == []
+
+
+def test_static_check_flags_workaround_with_evidence():
+    check = static_check(patch("        self.enable_prefix_caching = False"), [])
+    assert check.flags == ["workaround"] and "feature_off" in check.comparison["workaround"]
+    assert not check.patched.passed and check.patched.detail["evidence"][0]["line"] == 11
+    assert static_check(patch("x = compute()"), []).flags == []
+
+
+def test_bundled_root_fixes_show_no_static_sign():
+    for case in ("rotary-half-precision-cache", "sliding-window-off-by-one"):
+        text = (PATCHES_DIR / case / "fixes").glob("root-*.patch")
+        for path in text:
+            assert static_evidence(Path(path).read_text(), []) == [], path
