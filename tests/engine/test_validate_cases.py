@@ -38,6 +38,11 @@ def test_candidate_gets_expected_verdict(case, candidate, isolated_cache, tmp_pa
     for check in results["checks"]:
         assert check["name"] in html  # every check has its evidence section
     assert f"expected {candidate.expected}" in proc.stdout
+    flags = {f for check in results["checks"] for f in check["flags"]}
+    if candidate.expected == "COLLATERAL":  # a neighbouring check that passed on base fails on patched
+        assert "regressed" in flags
+    if candidate.expected == "WORKAROUND":  # with the runtime evidence, not only a static sign
+        assert any("workaround" in c["flags"] for c in results["checks"] if c["kind"] == "app")
 
 
 def test_report_rerenders_without_engine(isolated_cache, tmp_path):

@@ -79,8 +79,16 @@ def test_static_check_flags_workaround_with_evidence():
     assert static_check(patch("x = compute()"), []).flags == []
 
 
-def test_bundled_root_fixes_show_no_static_sign():
-    for case in ("rotary-half-precision-cache", "sliding-window-off-by-one"):
-        text = (PATCHES_DIR / case / "fixes").glob("root-*.patch")
-        for path in text:
-            assert static_evidence(Path(path).read_text(), []) == [], path
+def test_static_signs_on_bundled_candidates():
+    """RESOLVED candidates show no sign; the WORKAROUND candidates do."""
+    from infercheck.cases import load_case
+
+    for folder in sorted(PATCHES_DIR.iterdir()):
+        if not (folder / "case.yaml").is_file():
+            continue
+        for cand in load_case(folder).candidates:
+            evidence = static_evidence(Path(cand.patch).read_text(), [])
+            if cand.expected == "RESOLVED":
+                assert evidence == [], cand.patch
+            if cand.expected == "WORKAROUND":
+                assert evidence, cand.patch

@@ -1,0 +1,51 @@
+"""Every neighbouring application passes on the unmodified engine, through the real pipeline:
+vLLM-CPU workers (base and a docstring-only patch), the HF reference, the app comparators."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from infercheck.apps import load_apps
+from tests.conftest import PATCH_DIR, cli_env
+
+pytestmark = pytest.mark.engine
+
+NOOP = PATCH_DIR / "sampler_docstring.patch"
+
+
+@pytest.fixture(scope="module")
+def all_apps_run(session_cache, tmp_path_factory):
+    out = tmp_path_factory.mktemp("apps") / "report"
+    proc = subprocess.run([sys.executable, "-m", "infercheck.cli", "validate", str(NOOP), "--apps", "all",
+                           "--suites", "parity/addition-short", "--out", str(out)],
+                          capture_output=True, text=True, env=cli_env(session_cache), timeout=1800)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    return proc, json.loads((out / "results.json").read_text()), out
+
+
+def test_every_app_passes_on_the_unmodified_engine(all_apps_run):
+    proc, results, _ = all_apps_run
+    apps = {c["name"]: c for c in results["checks"] if c["kind"] == "app"}
+    assert set(apps) == {f"app/{name}" for name in load_apps()}
+    for name, check in apps.items():
+        assert check["base"]["passed"] and check["patched"]["passed"], (name, check["base"]["detail"])
+        assert not check["flags"], (name, check["flags"], check["comparison"])
+    assert results["verdict"]["headline"] == "CLEAN", proc.stdout
+
+
+def test_apps_record_what_they_exercise(all_apps_run):
+    _, results, out = all_apps_run
+    runtime = {c["name"]: c["base"]["detail"]["runtime"] for c in results["checks"] if c["kind"] == "app"}
+    assert runtime["app/agent-multiturn"]["hit_rate"] > 0.5  # the session re-reads its earlier turns
+    assert runtime["app/agent-multiturn"]["steps"] == 24
+    assert runtime["app/subagent-burst"]["hit_rate"] > 0.5  # the shared prefix is computed once
+    assert runtime["app/preemption"]["preemptions"] > 0  # the tiny KV cache really forces preemption
+    assert all(r["tokens_per_s"] and r["tokens_per_s"] > 0 for r in runtime.values())
+    stop = next(c for c in results["checks"] if c["name"] == "app/stop-and-n")
+    assert stop["base"]["detail"]["stop_detail"]["stop_triggered"] > 0  # stop strings actually occur
+    html = (out / "index.html").read_text()
+    assert "app/agent-multiturn" in html and "named with --apps" in html
