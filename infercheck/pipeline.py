@@ -22,7 +22,7 @@ from infercheck.build.tree import engine_tree, find_installed_engine
 from infercheck.apps import parse_id
 from infercheck.checks.accuracy import accuracy_check, per_sample
 from infercheck.checks.app_check import app_check
-from infercheck.checks.signals import runtime_of
+from infercheck.checks.signals import machine_drift, runtime_of
 from infercheck.checks.static_signals import static_check
 from infercheck.checks.parity_check import parity_check
 from infercheck.checks.records import CheckResult, Flag, PatchInfo, ValidationRun
@@ -127,12 +127,13 @@ def make_app_checks(plan: Plan, engine: dict[str, list[RequestResult]], refs: di
     params = {r.id: r.sampling for sets in plan.app_sets().values() for s in sets for r in s.requests}
     groups = {v: runs[v].groups() for v in engine}
     signals = signal_settings()
+    drift = machine_drift(groups["base"], groups["patched"])
     checks = []
     for app in plan.apps:
         mine = {v: [r for r in engine[v] if (parse_id(r.id) or ("",))[0] == app.name] for v in engine}
         runtime = {v: runtime_of([g for g in groups[v] if g.name.startswith(f"app:{app.name}:")]) for v in engine}
         checks.append(app_check(app, plan.app_reasons.get(app.name, ""), app.check_name in affected or app.name in affected,
-                                mine, refs, runtime, params, profile, signals))
+                                mine, refs, runtime, params, profile, signals, drift))
     return checks
 
 

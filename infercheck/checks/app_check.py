@@ -51,8 +51,9 @@ def observe(variant: str, comparisons: list[cmp.Comparison], runtime: Runtime, n
 def app_check(app: App, why: str, affected: bool, engine: dict[str, list[RequestResult]],
               refs: dict[str, dict[str, RequestResult]], runtime: dict[str, Runtime],
               params: dict[str, dict[str, Any]], profile: dict[str, float],
-              signals: dict[str, float]) -> CheckResult:
-    """engine/refs/runtime: variant -> this app's results / reference scorings / runtime record."""
+              signals: dict[str, float], drift: float = 0.0) -> CheckResult:
+    """engine/refs/runtime: variant -> this app's results / reference scorings / runtime record;
+    drift: the whole patched run's log speed ratio to base (signals.machine_drift)."""
     comparisons = {v: run_comparators(app, engine[v], refs[v], params, profile) for v in ("base", "patched")}
     base, patched = (observe(v, comparisons[v], runtime[v], len(engine[v])) for v in ("base", "patched"))
     flags = []
@@ -60,10 +61,10 @@ def app_check(app: App, why: str, affected: bool, engine: dict[str, list[Request
         flags.append(FLAG_REGRESSED)
     if not patched.passed:
         flags.append(FLAG_NOT_RESTORED)
-    bypassed = workaround_signals(runtime["base"], runtime["patched"], app.record, signals)
+    bypassed = workaround_signals(runtime["base"], runtime["patched"], app.record, signals, drift)
     comparison: dict[str, Any] = {"runtime": {v: runtime[v].as_detail() for v in ("base", "patched")}}
     if "throughput" in app.record:
-        comparison["throughput"] = throughput_signal(runtime["base"], runtime["patched"], signals)
+        comparison["throughput"] = throughput_signal(runtime["base"], runtime["patched"], signals, drift)
     if bypassed:
         flags.append(FLAG_WORKAROUND)
         comparison["workaround"] = "; ".join(bypassed)

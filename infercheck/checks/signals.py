@@ -43,12 +43,27 @@ def step_rate(step: dict[str, Any]) -> float | None:
     return tokens / elapsed if elapsed > 0 and tokens > 0 else None
 
 
-def throughput_signal(base: Runtime, patched: Runtime, signals: dict[str, float]) -> dict[str, Any] | None:
-    """Slowdown of the same steps on patched vs base, against a tolerance from their own noise."""
+def step_log_ratios(base_steps: list[dict[str, Any]], patched_steps: list[dict[str, Any]]) -> list[float]:
+    pairs = [(step_rate(b), step_rate(p)) for b, p in zip(base_steps, patched_steps)]
+    return [math.log(p / b) for b, p in pairs if b and p]
+
+
+def machine_drift(base: list[GroupResult], patched: list[GroupResult]) -> float:
+    """Median log(patched/base tokens/s) over every paired step of the two worker runs: how much
+    faster or slower the machine was for the whole patched run (load, a cached base from another
+    day). An app's own slowdown is measured against it."""
+    by_name = {g.name: g for g in patched}
+    logs = [x for g in base if g.name in by_name for x in step_log_ratios(g.steps, by_name[g.name].steps)]
+    return statistics.median(logs) if logs else 0.0
+
+
+def throughput_signal(base: Runtime, patched: Runtime, signals: dict[str, float],
+                      drift: float = 0.0) -> dict[str, Any] | None:
+    """Slowdown of the same steps on patched vs base beyond the machine's drift, against a
+    tolerance from the steps' own noise."""
     from scipy.stats import wilcoxon
 
-    pairs = [(step_rate(b), step_rate(p)) for b, p in zip(base.steps, patched.steps)]
-    logs = [math.log(p / b) for b, p in pairs if b and p]
+    logs = [x - drift for x in step_log_ratios(base.steps, patched.steps)]
     if len(logs) < int(signals["min_steps"]):
         return None
     median = statistics.median(logs)
@@ -57,15 +72,16 @@ def throughput_signal(base: Runtime, patched: Runtime, signals: dict[str, float]
     p_value = float(wilcoxon(logs, alternative="less").pvalue) if any(logs) else 1.0
     slowdown = 1 - math.exp(median)
     detail = {"median_slowdown": round(slowdown, 4), "tolerance": round(1 - math.exp(-tolerance), 4),
-              "p_value": p_value, "steps": len(logs)}
+              "p_value": p_value, "steps": len(logs), "machine_drift": round(math.exp(drift) - 1, 4)}
     detail["flagged"] = median < -tolerance and p_value < signals["alpha"]
-    detail["why"] = (f"throughput down {slowdown:.0%} over {len(logs)} paired steps "
-                     f"(tolerance {detail['tolerance']:.0%} from the runs' noise, p={p_value:.2g})")
+    detail["why"] = (f"throughput down {slowdown:.0%} over {len(logs)} paired steps beyond the whole run's "
+                     f"drift ({detail['machine_drift']:+.0%}); tolerance {detail['tolerance']:.0%} from the "
+                     f"steps' noise, p={p_value:.2g}")
     return detail
 
 
 def workaround_signals(base: Runtime, patched: Runtime, record: tuple[str, ...],
-                       signals: dict[str, float]) -> list[str]:
+                       signals: dict[str, float], drift: float = 0.0) -> list[str]:
     """Why the app looks bypassed on patched (empty: no sign)."""
     out = []
     if "hit_rate" in record and base.hit_rate is not None and base.hit_rate >= signals["min_base_hit_rate"]:
@@ -76,7 +92,7 @@ def workaround_signals(base: Runtime, patched: Runtime, record: tuple[str, ...],
         out.append(f"preemption no longer happens: {base.preemptions} preemptions on base, 0 on patched "
                    f"with the same KV-cache budget")
     if "throughput" in record:
-        drop = throughput_signal(base, patched, signals)
+        drop = throughput_signal(base, patched, signals, drift)
         if drop and drop["flagged"]:
             out.append(drop["why"])
     return out

@@ -92,3 +92,15 @@ def test_static_signs_on_bundled_candidates():
                 assert evidence == [], cand.patch
             if cand.expected == "WORKAROUND":
                 assert evidence, cand.patch
+
+
+def test_a_machine_wide_slowdown_is_not_a_workaround():
+    from infercheck.checks.signals import machine_drift
+
+    base_groups = [GroupResult(f"g{i}", {}, 1, 100, 0, 1.0, 1.0, {}, steps([1000] * 12, jitter=0.05)) for i in range(3)]
+    slow_groups = [GroupResult(f"g{i}", {}, 1, 100, 0, 1.0, 1.0, {}, steps([300] * 12, jitter=0.05)) for i in range(3)]
+    drift = machine_drift(base_groups, slow_groups)
+    assert abs(drift - __import__("math").log(0.3)) < 0.05
+    base, slow = Runtime(None, None, None, base_groups[0].steps), Runtime(None, None, None, slow_groups[0].steps)
+    assert throughput_signal(base, slow, SIGNALS)["flagged"]  # without the drift it looks like a workaround
+    assert not throughput_signal(base, slow, SIGNALS, drift)["flagged"]
