@@ -71,9 +71,20 @@ def select_neighbours(touched: list[str], path: Path = SUITES_DIR / "neighbours.
     return ordered
 
 
-def choose_apps(touched: list[str], requested: list[str] | None) -> tuple[list["App"], dict[str, str]]:
-    """The apps a validate runs, with why: named ones (`all`, `none`, or names), else the neighbour
-    map's selection for the touched files."""
+def choose_apps(touched: list[str], requested: list[str] | None,
+                symptom_app: str | None = None) -> tuple[list["App"], dict[str, str]]:
+    """The apps a validate runs, with why: the symptom's own app (kind `app`) first, then named ones
+    (`all`, `none`, or names), else the neighbour map's selection for the touched files."""
+    from infercheck.apps import load_apps
+
+    apps, reasons = chosen_apps(touched, requested)
+    if symptom_app is not None:
+        apps = [load_apps()[symptom_app]] + [a for a in apps if a.name != symptom_app]
+        reasons[symptom_app] = "the reported symptom is this application failing"
+    return apps, reasons
+
+
+def chosen_apps(touched: list[str], requested: list[str] | None) -> tuple[list["App"], dict[str, str]]:
     from infercheck.apps import load_apps, select_apps
 
     if requested is not None:

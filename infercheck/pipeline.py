@@ -26,7 +26,7 @@ from infercheck.checks.signals import machine_drift, runtime_of
 from infercheck.checks.static_signals import static_check
 from infercheck.checks.parity_check import parity_check
 from infercheck.checks.records import CheckResult, Flag, PatchInfo, ValidationRun
-from infercheck.checks.symptom import symptom_check
+from infercheck.checks.symptom import app_symptom_check, symptom_check
 from infercheck.device import detect_device
 from infercheck.errors import BuildError, InfercheckError
 from infercheck.models import zoo
@@ -123,7 +123,7 @@ def signal_settings() -> dict[str, float]:
 
 def make_app_checks(plan: Plan, engine: dict[str, list[RequestResult]], refs: dict[str, dict[str, RequestResult]],
                     runs: dict[str, WorkerRun], profile: dict[str, float]) -> list[CheckResult]:
-    affected = set(plan.symptom.affected) if plan.symptom else set()
+    affected = set(plan.symptom.affected) | {plan.symptom.app or ""} if plan.symptom else set()
     params = {r.id: r.sampling for sets in plan.app_sets().values() for s in sets for r in s.requests}
     groups = {v: runs[v].groups() for v in engine}
     signals = signal_settings()
@@ -149,7 +149,11 @@ def make_checks(plan: Plan, runs: dict[str, WorkerRun], references: dict[str, Wo
     affected = set(plan.symptom.affected) if plan.symptom and plan.symptom.affected else None
     is_affected = lambda name: affected is None or name in affected  # noqa: E731
     checks: list[CheckResult] = []
-    if plan.symptom is not None:
+    app_checks = make_app_checks(plan, engine, refs, runs, profile)
+    if plan.symptom is not None and plan.symptom.kind == "app":
+        checks.append(app_symptom_check(plan.symptom, next(c for c in app_checks
+                                                           if c.name == f"app/{plan.symptom.app}")))
+    elif plan.symptom is not None:
         only = lambda results: [r for r in results if r.id.startswith(SYMPTOM + "#")]  # noqa: E731
         checks.append(symptom_check(plan.symptom, {v: only(engine[v]) for v in engine}, refs, prompts, profile,
                                     pytest_outcomes))
@@ -164,7 +168,7 @@ def make_checks(plan: Plan, runs: dict[str, WorkerRun], references: dict[str, Wo
         samples = {v: per_sample(rows[v], suite.name, metric) for v in rows}
         checks.append(accuracy_check(suite.name, metric, float(suite.spec.get("tolerance", 0.05)), samples,
                                      is_affected(suite.name), suite.spec.get("description", "")))
-    checks += make_app_checks(plan, engine, refs, runs, profile)
+    checks += app_checks
     reported = [p.text for w in plan.workloads if w.name == SYMPTOM for p in w.prompts]
     checks.append(static_check(patch_text, reported))
     return checks
@@ -188,7 +192,7 @@ def validate(opts: ValidateOptions, progress: Progress) -> tuple[ValidationRun, 
     symptom: SymptomSpec | None = load_symptom(opts.symptom) if opts.symptom else None
     profile = tolerance_profile(opts.dtype)
     suites = select_suites(model_name, opts.suites)
-    apps, app_reasons = choose_apps(list(patch.touched), opts.apps)
+    apps, app_reasons = choose_apps(list(patch.touched), opts.apps, symptom.app if symptom else None)
     stage_done("intake", since)
 
     since = time.time()

@@ -20,7 +20,7 @@ from infercheck.apps import App, AppSet, app_sets, parse_id
 from infercheck.paths import SUITES_DIR
 from infercheck.prompts import Prompt, build_prompts
 from infercheck.run.job import Group, Job, LmEvalTask, Request, RequestResult
-from infercheck.suites import Suite, SymptomSpec
+from infercheck.suites import PROMPTLESS_SYMPTOMS, Suite, SymptomSpec
 
 SYMPTOM = "symptom"
 DEFAULT_TOP_K = 20
@@ -76,7 +76,7 @@ def make_plan(model: str, model_name: str, dtype: str, suites: list[Suite], symp
     workloads = [Workload(s.name, dict(s.spec.get("engine_args") or {}), build_prompts(s.spec["prompts"]),
                           int(s.spec.get("max_tokens", 8)), int(s.spec.get("top_k", DEFAULT_TOP_K)))
                  for s in suites if s.kind == "parity"]
-    if symptom is not None and symptom.kind != "pytest":
+    if symptom is not None and symptom.kind not in PROMPTLESS_SYMPTOMS:
         workloads.append(Workload(SYMPTOM, dict(symptom.engine_args), build_prompts(symptom.prompts),
                                   symptom.max_tokens, DEFAULT_TOP_K, dict(symptom.sampling)))
     apps = apps or []
@@ -124,7 +124,7 @@ def engine_job(plan: Plan, backend: str = "vllm") -> Job:
         for app_set in sets:
             key = json.dumps([app_name, app_set.engine_args], sort_keys=True)
             group = app_groups.setdefault(key, Group(f"app:{app_name}:{app_set.name}", app_set.engine_args, [],
-                                                     model=plan.app_models[app_name]))
+                                                     model=plan.app_models[app_name], isolated=True))
             group.requests.extend(app_set.requests)
     return Job(backend, plan.model, plan.dtype, [*groups.values(), *app_groups.values()])
 

@@ -13,6 +13,8 @@ from infercheck.hub import hub_reachable
 from infercheck.paths import SUITES_DIR
 
 KINDS = ("parity", "accuracy")
+SYMPTOM_KINDS = ("accuracy", "parity", "sane_output", "pytest", "app")
+PROMPTLESS_SYMPTOMS = ("pytest", "app")
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,7 @@ class Suite:
 @dataclass(frozen=True)
 class SymptomSpec:
     description: str
-    kind: str  # "accuracy" | "parity" | "sane_output" | "pytest"
+    kind: str  # one of SYMPTOM_KINDS
     prompts: dict[str, Any] = field(default_factory=dict)
     max_tokens: int = 8
     engine_args: dict[str, Any] = field(default_factory=dict)
@@ -40,6 +42,7 @@ class SymptomSpec:
     pytest: str | None = None  # node id, run in the variant's env
     affected: tuple[str, ...] = ()  # suites measuring quality in the affected area
     path: str = ""
+    app: str | None = None  # kind "app": the neighbouring application whose check is the reproduction
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
@@ -94,15 +97,22 @@ def load_symptom(path: Path) -> SymptomSpec:
     data = read_yaml(path)
     criterion = data.get("criterion") or {}
     kind = criterion.get("type") or ("pytest" if data.get("pytest") else None)
-    if kind not in ("accuracy", "parity", "sane_output", "pytest"):
-        raise InfercheckError(f"{path}: criterion.type must be accuracy, parity, sane_output or pytest")
+    if kind not in SYMPTOM_KINDS:
+        raise InfercheckError(f"{path}: criterion.type must be one of {', '.join(SYMPTOM_KINDS)}")
     if kind == "accuracy" and criterion.get("min") is None:
         raise InfercheckError(f"{path}: an accuracy criterion needs `min`")
-    if kind != "pytest" and not data.get("prompts"):
+    if kind == "app":
+        from infercheck.apps import load_apps
+
+        known = load_apps()
+        if criterion.get("app") not in known:
+            raise InfercheckError(f"{path}: an app criterion needs `app`, one of {', '.join(known)} "
+                                  f"(got {criterion.get('app')!r})")
+    if kind not in PROMPTLESS_SYMPTOMS and not data.get("prompts"):
         raise InfercheckError(f"{path}: a symptom needs `prompts` (a prompt-set spec)")
     return SymptomSpec(
         description=str(data.get("description", "")), kind=kind, prompts=dict(data.get("prompts") or {}),
         max_tokens=int(data.get("max_tokens", 8)), engine_args=dict(data.get("engine_args") or {}),
         sampling=dict(data.get("sampling") or {}), threshold=criterion.get("min"), pytest=data.get("pytest"),
-        affected=tuple(data.get("affected") or ()), path=str(path),
+        affected=tuple(data.get("affected") or ()), path=str(path), app=criterion.get("app"),
     )

@@ -7,7 +7,7 @@ from typing import Any
 
 from infercheck.apps import App
 from infercheck.checks import app_compare as cmp
-from infercheck.checks.records import FLAG_NOT_RESTORED, FLAG_REGRESSED, FLAG_WORKAROUND, CheckResult, Observation
+from infercheck.checks.records import FLAG_ERROR, FLAG_NOT_RESTORED, FLAG_REGRESSED, FLAG_WORKAROUND, CheckResult, Observation
 from infercheck.checks.signals import Runtime, throughput_signal, workaround_signals
 from infercheck.run.job import RequestResult
 
@@ -39,6 +39,8 @@ def run_comparators(app: App, results: list[RequestResult], refs: dict[str, Requ
 
 
 def observe(variant: str, comparisons: list[cmp.Comparison], runtime: Runtime, n: int) -> Observation:
+    if runtime.error:  # the app's engine failed: its partial results judge nothing
+        return Observation(variant, None, None, None, n, {"runtime": runtime.as_detail()}, runtime.error)
     failed = [c.comparator for c in comparisons if not c.passed]
     detail: dict[str, Any] = {c.comparator: c.summary for c in comparisons}
     detail.update({f"{c.comparator}_detail": c.detail for c in comparisons})
@@ -54,15 +56,24 @@ def app_check(app: App, why: str, affected: bool, engine: dict[str, list[Request
               signals: dict[str, float], drift: float = 0.0) -> CheckResult:
     """engine/refs/runtime: variant -> this app's results / reference scorings / runtime record;
     drift: the whole patched run's log speed ratio to base (signals.machine_drift)."""
-    comparisons = {v: run_comparators(app, engine[v], refs[v], params, profile) for v in ("base", "patched")}
+    criterion = app.criterion or "; ".join(app.compare)
+    comparisons = {v: [] if runtime[v].error else run_comparators(app, engine[v], refs[v], params, profile)
+                   for v in ("base", "patched")}
     base, patched = (observe(v, comparisons[v], runtime[v], len(engine[v])) for v in ("base", "patched"))
+    comparison: dict[str, Any] = {"runtime": {v: runtime[v].as_detail() for v in ("base", "patched")}}
     flags = []
+    if base.error or patched.error:
+        if base.error:
+            comparison["note"] = "the app failed on base, so this run cannot judge the patch on it"
+        else:
+            flags.append(FLAG_ERROR)  # the patched engine failed where base ran (DESIGN: ERROR:run)
+        return CheckResult(app.check_name, "app", "failed comparators", criterion, affected, base, patched,
+                           reference_observation(), flags, comparison, [], why)
     if base.passed and not patched.passed:
         flags.append(FLAG_REGRESSED)
     if not patched.passed:
         flags.append(FLAG_NOT_RESTORED)
     bypassed = workaround_signals(runtime["base"], runtime["patched"], app.record, signals, drift)
-    comparison: dict[str, Any] = {"runtime": {v: runtime[v].as_detail() for v in ("base", "patched")}}
     if "throughput" in app.record:
         comparison["throughput"] = throughput_signal(runtime["base"], runtime["patched"], signals, drift)
     if bypassed:
@@ -70,8 +81,10 @@ def app_check(app: App, why: str, affected: bool, engine: dict[str, list[Request
         comparison["workaround"] = "; ".join(bypassed)
     examples = [{"variant": v, "comparator": c.comparator, **e} for v in ("base", "patched")
                 for c in comparisons[v] for e in c.examples][:6]
-    reference = Observation("reference", None, None, None, None,
-                            {"role": "HF transformers float32 (teacher-forced scoring and exact distributions)"})
-    criterion = app.criterion or "; ".join(app.compare)
-    return CheckResult(app.check_name, "app", "failed comparators", criterion, affected, base, patched, reference,
-                       flags, comparison, examples, why)
+    return CheckResult(app.check_name, "app", "failed comparators", criterion, affected, base, patched,
+                       reference_observation(), flags, comparison, examples, why)
+
+
+def reference_observation() -> Observation:
+    return Observation("reference", None, None, None, None,
+                       {"role": "HF transformers float32 (teacher-forced scoring and exact distributions)"})

@@ -21,6 +21,7 @@ class Runtime:
     hit_rate: float | None
     preemptions: int | None
     steps: list[dict[str, Any]]
+    error: str | None = None  # an app engine that failed (GroupResult.error of its isolated group)
 
     def as_detail(self) -> dict[str, Any]:
         return {"tokens_per_s": self.tokens_per_s, "hit_rate": self.hit_rate, "preemptions": self.preemptions,
@@ -33,8 +34,10 @@ def runtime_of(groups: list[GroupResult]) -> Runtime:
     queries = sum(g.metrics.get(QUERIES, 0.0) for g in groups)
     hits = sum(g.metrics.get(HITS, 0.0) for g in groups)
     preempt = [g.metrics[PREEMPTIONS] for g in groups if PREEMPTIONS in g.metrics]
+    errors = [f"{g.name}: {g.error}" for g in groups if g.error]
     return Runtime(tokens / elapsed if elapsed > 0 else None, hits / queries if queries > 0 else None,
-                   int(sum(preempt)) if preempt else None, [s for g in groups for s in g.steps])
+                   int(sum(preempt)) if preempt else None, [s for g in groups for s in g.steps],
+                   "; ".join(errors) or None)
 
 
 def step_rate(step: dict[str, Any]) -> float | None:

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from infercheck.checks.parity_check import parity_check
-from infercheck.checks.records import FLAG_NOT_REPRODUCED, FLAG_SYMPTOM_FAILS, CheckResult, Observation
+from infercheck.checks.records import FLAG_ERROR, FLAG_NOT_REPRODUCED, FLAG_SYMPTOM_FAILS, CheckResult, Observation
 from infercheck.checks.stats import wilson_interval
 from infercheck.prompts import Prompt
 from infercheck.run.job import RequestResult
@@ -81,3 +81,13 @@ def symptom_check(spec: SymptomSpec, engine: dict[str, list[RequestResult]],
         criterion = f"{spec.description}: pytest {spec.pytest} fails on base and passes on patched"
     return CheckResult(NAME, "symptom", spec.kind, criterion, True, obs["base"], obs["patched"], None,
                        symptom_flags(obs["base"], obs["patched"]), {}, [], why)
+
+
+def app_symptom_check(spec: SymptomSpec, app: CheckResult) -> CheckResult:
+    """A symptom that is a neighbouring application failing: its app check, read as fail on base →
+    pass on patched. The app's own section keeps the detail (runtime, examples). A crash on base is
+    the symptom reproducing; a crash on patched only is ERROR (DESIGN), on both the symptom remaining."""
+    flags = [FLAG_ERROR] if app.patched.error and not app.base.error else symptom_flags(app.base, app.patched)
+    return CheckResult(NAME, "symptom", "app", f"{spec.description}: {app.name} ({app.criterion}) fails on base "
+                       f"and passes on patched", True, app.base, app.patched, app.reference, flags,
+                       dict(app.comparison), list(app.examples), f"the reported symptom ({spec.path})")

@@ -68,6 +68,9 @@ class Group:
     requests: list[Request]
     lm_eval: list[LmEvalTask] = field(default_factory=list)
     model: str | None = None  # overrides the job's model (e.g. an app pinned to the sliding-window model)
+    # An isolated group's failure (the engine refusing its config, a crash in its workload) is recorded
+    # on its GroupResult and the job goes on; a non-isolated group's failure ends the job.
+    isolated: bool = False
 
 
 @dataclass
@@ -92,7 +95,8 @@ class Job:
     def from_dict(cls, data: dict[str, Any]) -> "Job":
         try:
             groups = [Group(g["name"], dict(g.get("engine_args") or {}), [Request(**r) for r in g["requests"]],
-                            [LmEvalTask(**t) for t in g.get("lm_eval") or []], g.get("model"))
+                            [LmEvalTask(**t) for t in g.get("lm_eval") or []], g.get("model"),
+                            bool(g.get("isolated", False)))
                       for g in data["groups"]]
             return cls(data["backend"], data["model"], data.get("dtype", "float32"), groups, data.get("seed", 0))
         except (KeyError, TypeError) as exc:
@@ -142,6 +146,7 @@ class GroupResult:
     metrics: dict[str, float] = field(default_factory=dict)
     # One row per generate call: {"wave", "step", "requests", "prompt_tokens", "output_tokens", "elapsed_s"}
     steps: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None  # an isolated group that failed: "ExceptionType: message"
 
     @property
     def tokens_per_s(self) -> float:

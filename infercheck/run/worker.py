@@ -9,16 +9,17 @@ writing it was killed (crash, hang, out of memory) and the launcher says so.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 import time
 import traceback
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from infercheck.errors import InfercheckError
-from infercheck.run.job import GROUPS, LM_EVAL, RESULTS, STATUS, GroupResult, Job, RequestResult, WorkerInputError
+from infercheck.run.job import GROUPS, LM_EVAL, RESULTS, STATUS, Group, GroupResult, Job, RequestResult, WorkerInputError
 
 EXIT_HANDLED_ERROR = 3
 
@@ -49,6 +50,27 @@ def write_status(out: Path, **status: Any) -> None:
     tmp.replace(out / STATUS)
 
 
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: a multi-line message (pydantic's, say) keeps its lines, joined."""
+    lines = [line.strip() for line in f"{type(exc).__name__}: {exc}".splitlines() if line.strip()]
+    text = " | ".join(lines)
+    return text if len(text) <= 500 else text[:497] + "..."
+
+
+def run_isolated(backend: Any, job: Job, group: Group, emit: Callable[[RequestResult], None],
+                 emit_samples: Callable[[list[dict[str, Any]]], None]) -> GroupResult:
+    """Run an isolated group; its failure becomes GroupResult.error (trace to stderr) and the job goes on.
+    Bad input (WorkerInputError) still ends the job: that is the harness's or the user's mistake."""
+    try:
+        return backend.run_group(job, group, emit, emit_samples)
+    except WorkerInputError:
+        raise
+    except Exception as exc:
+        traceback.print_exc()
+        gc.collect()
+        return GroupResult(group.name, group.engine_args, len(group.requests), 0, 0, 0.0, 0.0, error=one_line(exc))
+
+
 def run_job(job: Job, out: Path) -> None:
     if job.backend == "vllm":
         from infercheck.run import vllm_backend as backend
@@ -65,7 +87,8 @@ def run_job(job: Job, out: Path) -> None:
                 lm_eval_rows.writelines(json.dumps(r) + "\n" for r in rows)
                 lm_eval_rows.flush()
 
-            summary: GroupResult = backend.run_group(job, group, emit, emit_samples)
+            summary = run_isolated(backend, job, group, emit, emit_samples) if group.isolated \
+                else backend.run_group(job, group, emit, emit_samples)
             groups.write(json.dumps(asdict(summary)) + "\n")
             groups.flush()
 
@@ -94,8 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_HANDLED_ERROR
     except Exception as exc:  # the harness turns this into one line; the trace stays in stderr
         traceback.print_exc()
-        message = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
-        write_status(out, state="error", kind="exception", message=message)
+        write_status(out, state="error", kind="exception", message=one_line(exc))
         return EXIT_HANDLED_ERROR
     write_status(out, state="done", started=started, elapsed_s=round(time.time() - started, 3))
     return 0

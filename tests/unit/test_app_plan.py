@@ -40,7 +40,7 @@ def test_apps_get_engine_groups_of_their_own_with_pinned_models():
     job = engine_job(plan_with("preemption", "sliding-window", "subagent-burst"))
     names = {g.name: g for g in job.groups}
     assert {"app:preemption:tight", "app:preemption:roomy"} <= set(names)
-    assert names["app:preemption:tight"].engine_args["kv_cache_memory_bytes"] == 3145728
+    assert names["app:preemption:tight"].engine_args["num_gpu_blocks_override"] == 12
     assert names["app:sliding-window:main"].model == "/models/tiny-sliding"
     burst = names["app:subagent-burst:burst"]  # burst and solo share one engine, in waves
     assert sorted({r.wave for r in burst.requests}) == list(range(17))
@@ -101,3 +101,25 @@ def test_app_check_collateral_and_workaround_flags():
                      PROFILE, SIGNALS)
     assert same.flags == [] and same.patched.detail["runtime"]["hit_rate"] == 0.8
     assert math.isclose(same.patched.value, 0.0)
+
+
+def test_app_groups_are_isolated_and_the_flag_survives_the_job_file():
+    job = engine_job(plan_with("preemption"))
+    assert all(g.isolated for g in job.groups if g.name.startswith("app:"))
+    again = Job.from_dict(__import__("json").loads(job.to_json()))
+    assert [g.isolated for g in again.groups] == [g.isolated for g in job.groups]
+
+
+def test_an_app_that_fails_on_patched_only_is_an_error_and_on_base_judges_nothing():
+    app = load_apps()["subagent-burst"]
+    app = type(app)(**{**app.__dict__, "compare": ("consistency",)})
+    engine = {"base": burst_results(5), "patched": burst_results(5)[:1]}
+    ok, broken = Runtime(1000.0, 0.8, 0, []), Runtime(None, None, None, [], "app:subagent-burst:burst: RuntimeError: boom")
+    check = app_check(app, "", False, engine, {"base": {}, "patched": {}}, {"base": ok, "patched": broken}, {},
+                      PROFILE, SIGNALS)
+    assert check.flags == ["error"] and "boom" in check.patched.error and check.base.passed
+    both = app_check(app, "", False, engine, {"base": {}, "patched": {}}, {"base": broken, "patched": broken}, {},
+                     PROFILE, SIGNALS)
+    assert both.flags == [] and both.base.passed is None and "cannot judge" in both.comparison["note"]
+    from infercheck.verdict import decide
+    assert decide([check], [], has_symptom=True).headline == "ERROR:run"

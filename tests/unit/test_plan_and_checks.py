@@ -142,3 +142,41 @@ def test_demo_case_exists_and_its_first_candidate_is_the_root_fix():
 
     case = load_case(DEMO_CASE)
     assert case.candidates[0].expected == "RESOLVED" and case.candidates[0].patch.is_file()
+
+
+def test_app_symptom_loads_and_puts_its_app_first(tmp_path):
+    from infercheck.neighbours import choose_apps
+
+    path = tmp_path / "symptom.yaml"
+    path.write_text(yaml.safe_dump({"description": "top-k sampling is biased", "criterion": {"type": "app",
+                                                                                             "app": "sampler-distribution"}}))
+    spec = load_symptom(path)
+    assert spec.kind == "app" and spec.app == "sampler-distribution" and not spec.prompts
+    apps, why = choose_apps(["vllm/v1/sample/sampler.py"], None, spec.app)
+    assert apps[0].name == "sampler-distribution" and len({a.name for a in apps}) == len(apps)
+    assert "reported symptom" in why["sampler-distribution"]
+    plan = make_plan("/m", "tiny-llama-add", "float32", [], spec, apps=apps, model_dir=lambda n: f"/{n}")
+    assert not [w for w in plan.workloads if w.name == "symptom"]  # its requests are the app's own
+    path.write_text(yaml.safe_dump({"criterion": {"type": "app", "app": "no-such-app"}}))
+    with pytest.raises(InfercheckError, match="an app criterion needs `app`"):
+        load_symptom(path)
+
+
+def test_app_symptom_check_reads_the_app_check():
+    from infercheck.checks.records import CheckResult, Observation
+    from infercheck.checks.symptom import app_symptom_check
+    from infercheck.suites import SymptomSpec
+
+    spec = SymptomSpec("biased top-k", "app", app="sampler-distribution", path="s.yaml")
+
+    def app(base, patched):
+        return CheckResult("app/sampler-distribution", "app", "failed comparators", "sampler", True, base, patched,
+                           None, [], {}, [], "")
+    ok, bad = Observation("x", 0.0, True), Observation("x", 1.0, False)
+    crashed = Observation("x", None, None, error="RuntimeError: boom")
+    assert app_symptom_check(spec, app(bad, ok)).flags == []
+    assert app_symptom_check(spec, app(bad, bad)).flags == ["symptom_fails"]
+    assert app_symptom_check(spec, app(ok, ok)).flags == ["not_reproduced"]
+    assert app_symptom_check(spec, app(crashed, ok)).flags == []  # a crash on base is the symptom reproducing
+    assert app_symptom_check(spec, app(bad, crashed)).flags == ["error"]
+    assert app_symptom_check(spec, app(crashed, crashed)).flags == ["symptom_fails"]
