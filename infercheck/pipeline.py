@@ -108,7 +108,9 @@ def build_variants(opts: ValidateOptions, device: str) -> Variants:
 def run_variant(job, env: EngineEnv, out: Path, opts: ValidateOptions, progress: Progress) -> WorkerRun:
     started = time.time()
     run, reused = launch_cached(job, env, out, opts.timeout_s, reuse=opts.reuse)
-    state = "reused from cache" if reused else ("ok" if run.ok else f"FAILED ({run.error_kind})")
+    state = "ok" if run.ok else f"FAILED ({run.error_kind})"
+    if reused:
+        state += f", {reused}/{len(job.groups)} group(s) reused from cache"
     progress(f"run {env.name}: {state} in {time.time() - started:.1f}s")
     return run
 

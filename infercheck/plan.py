@@ -8,6 +8,7 @@ continuations (teacher forcing, deduplicated); one more runs the lm-eval tasks t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from dataclasses import dataclass, field
@@ -151,13 +152,13 @@ def scoring_key(result: RequestResult, model: str, full: bool) -> str:
 
 
 def reference_job(plan: Plan, results: list[RequestResult]) -> tuple[Job, dict[str, str]]:
-    """Teacher-forced scoring of one variant's continuations (deduplicated). One job per variant, so
-    the base's scoring is reused across every candidate patch of a case.
+    """Teacher-forced scoring of one variant's continuations, one reference group per engine group,
+    with ids derived from what is scored: a group's scoring depends only on its engine group's
+    outputs, so the cache reuses it across every candidate of a case that leaves those outputs alone.
 
     Returns the job and the map from engine request id to reference request id.
     """
     groups: dict[str, Group] = {}
-    keys: dict[str, str] = {}
     id_map: dict[str, str] = {}
     for result in results:
         spec = reference_spec(plan, result.id)
@@ -165,16 +166,20 @@ def reference_job(plan: Plan, results: list[RequestResult]) -> tuple[Job, dict[s
             continue
         model, full = spec
         key = scoring_key(result, model, full)
-        if key not in keys:
-            group = groups.setdefault(model, Group(f"reference{len(groups) or ''}", {}, [], model=model))
-            keys[key] = f"r{len(keys)}"
+        name = f"reference:{result.group}:{Path(model).name}"
+        group = groups.setdefault(name, Group(name, {}, [], model=model))
+        ref_id = f"{result.group}/r{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+        if ref_id not in {r.id for r in group.requests}:
             group.requests.append(Request(
-                id=keys[key], prompt_token_ids=result.prompt_ids, continuation_ids=result.output_ids,
+                id=ref_id, prompt_token_ids=result.prompt_ids, continuation_ids=result.output_ids,
                 candidate_ids=None if full else [[int(t) for t, _ in pos] for pos in result.logprobs or []],
                 logprobs=-1 if full else 1, prompt_logprobs=-1 if full and result.prompt_logprobs else None,
                 sampling={"max_tokens": len(result.output_ids)}))
-        id_map[result.id] = keys[key]
-    return Job("hf", plan.model, "float32", list(groups.values())), id_map
+        id_map[result.id] = ref_id
+    ordered = [g for _, g in sorted(groups.items())]
+    for group in ordered:
+        group.requests.sort(key=lambda r: r.id)
+    return Job("hf", plan.model, "float32", ordered), id_map
 
 
 def reference_eval_job(plan: Plan) -> Job | None:

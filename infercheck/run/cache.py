@@ -1,10 +1,12 @@
-"""Reuse of finished worker results across runs (e.g. the base and reference of a case's candidates).
+"""Reuse of finished worker results across runs, one engine group at a time (e.g. the base and
+reference groups shared by every candidate of a case, whatever apps each candidate adds).
 
-A result is keyed by the content that determines it: the job (requests, engine args, lm-eval task
-settings), the engine tree hash, the model files, the suite data and the worker code. Entries are
-written to a temp folder and renamed into place, so a crashed run never leaves half an entry.
+A group's entry is keyed by the content that determines it: the group (requests, engine args,
+model override, lm-eval task settings), the job's backend, model, dtype and seed, the engine tree
+hash, the model files, the suite data and the worker code. Only the groups without an entry run;
+the worker's rows and the cached rows end up together in the run folder. Entries are written to a
+temp folder and renamed into place, so a crashed or concurrent run never leaves half an entry.
 """
-
 from __future__ import annotations
 
 import hashlib
@@ -12,16 +14,16 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from infercheck.build.engine_env import EngineEnv
 from infercheck.paths import DATA_DIR, SUITES_DIR, cache_dir
-from infercheck.run.job import GROUPS, LM_EVAL, RESULTS, STATUS, Job
+from infercheck.run.job import GROUPS, LM_EVAL, RESULTS, STATUS, Group, Job, read_jsonl
 from infercheck.run.launcher import WorkerRun, classify, launch
 
 RUN_DIR = Path(__file__).resolve().parent
-CACHED_FILES = (RESULTS, GROUPS, LM_EVAL, STATUS)
+ROW_FILES = (RESULTS, GROUPS, LM_EVAL)
 
 
 def digest_files(paths: list[Path]) -> str:
@@ -32,16 +34,16 @@ def digest_files(paths: list[Path]) -> str:
     return h.hexdigest()
 
 
-def result_key(job: Job, env: EngineEnv) -> str:
-    data = asdict(job)
-    for group in data["groups"]:
-        for task in group["lm_eval"]:
-            task["include_path"] = "staged"  # the staged copy lives in each run folder
-    model = Path(job.model)
+def group_key(job: Job, group: Group, env: EngineEnv) -> str:
+    data = asdict(group)
+    for task in data["lm_eval"]:
+        task["include_path"] = "staged"  # the staged copy lives in each run folder
+    model = Path(group.model or job.model)
     parts = {
-        "job": data,
+        "job": [job.backend, job.model if group.model is None else None, job.dtype, job.seed],
+        "group": data,
         "engine": [env.strategy, env.tree_hash, env.python, list(env.pythonpath) if env.strategy == "installed" else []],
-        "model": digest_files([p for p in model.iterdir() if p.is_file()]) if model.is_dir() else job.model,
+        "model": digest_files([p for p in model.iterdir() if p.is_file()]) if model.is_dir() else str(model),
         "suite_data": digest_files([p for p in (SUITES_DIR / "accuracy" / "tasks").glob("*.yaml")]
                                    + [p for p in DATA_DIR.rglob("*.jsonl")]),
         "worker_code": digest_files(list(RUN_DIR.glob("*.py"))),
@@ -49,26 +51,54 @@ def result_key(job: Job, env: EngineEnv) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
-def launch_cached(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float, reuse: bool = True) -> tuple[WorkerRun, bool]:
-    """Launch, or copy a finished identical run from the cache. Returns (run, reused)."""
-    entry = cache_dir() / "results" / result_key(job, env)
-    if reuse and (entry / STATUS).is_file():
+def rows_of(folder: Path, name: str, group: str) -> list[dict]:
+    return [r for r in read_jsonl(folder / name) if r.get("group" if name != GROUPS else "name") == group]
+
+
+def store_group(out_dir: Path, group: Group, entry: Path) -> None:
+    """Copy one finished group's rows from a run folder into its cache entry (atomically)."""
+    summary = rows_of(out_dir, GROUPS, group.name)
+    if not summary or summary[0].get("error"):  # failures are not cached: a rerun may tell more
+        return
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".tmp-"))
+    for name in ROW_FILES:
+        rows = rows_of(out_dir, name, group.name)
+        (tmp / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    try:
+        os.replace(tmp, entry)
+    except OSError:  # another run stored the same entry first
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def append_group(entry: Path, out_dir: Path) -> None:
+    for name in ROW_FILES:
+        with (out_dir / name).open("a") as rows:
+            rows.write((entry / name).read_text())
+
+
+def launch_cached(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float,
+                  reuse: bool = True) -> tuple[WorkerRun, int]:
+    """Run the job's groups that have no cache entry, then add the cached ones' rows.
+    Returns (run, number of groups reused)."""
+    root = cache_dir() / "groups"
+    entries = {g.name: root / group_key(job, g, env) for g in job.groups}
+    cached = [g for g in job.groups if reuse and all((entries[g.name] / n).is_file() for n in ROW_FILES)]
+    todo = [g for g in job.groups if g not in cached]
+    if todo:
+        run = launch(replace(job, groups=todo), env, out_dir, timeout_s)
+        for group in todo:
+            if rows_of(out_dir, GROUPS, group.name):
+                store_group(out_dir, group, entries[group.name])
+    else:
         out_dir.mkdir(parents=True, exist_ok=True)
-        for name in CACHED_FILES:
-            if (entry / name).is_file():
-                shutil.copyfile(entry / name, out_dir / name)
-        (out_dir / "job.json").write_text(job.to_json())
-        (out_dir / "reused-from").write_text(str(entry) + "\n")
-        return classify(env.name, out_dir, 0, 0.0, timeout_s), True
-    run = launch(job, env, out_dir, timeout_s)
-    if run.ok:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".tmp-"))
-        for name in CACHED_FILES:
-            if (out_dir / name).is_file():
-                shutil.copyfile(out_dir / name, tmp / name)
-        try:
-            os.replace(tmp, entry)
-        except OSError:  # another run stored the same entry first
-            shutil.rmtree(tmp, ignore_errors=True)
-    return run, False
+        for name in (*ROW_FILES, STATUS):
+            (out_dir / name).unlink(missing_ok=True)
+        (out_dir / STATUS).write_text(json.dumps({"state": "done", "reused": True}))
+        run = classify(env.name, out_dir, 0, 0.0, timeout_s)
+    for group in cached:
+        append_group(entries[group.name], out_dir)
+    (out_dir / "job.json").write_text(job.to_json())
+    if cached:
+        (out_dir / "reused-from").write_text("".join(f"{g.name} {entries[g.name]}\n" for g in cached))
+    return run, len(cached)

@@ -6,6 +6,7 @@ over prompt + output: the simplest, most independent numerics for a reference.
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any, Callable
 
@@ -15,11 +16,15 @@ SUPPORTED_SAMPLING = {"max_tokens", "temperature", "ignore_eos", "seed"}
 
 
 def load_model(job: Job, group: Group) -> tuple[Any, Any]:
+    return load_pretrained(group.model or job.model, job.dtype)
+
+
+@functools.lru_cache(maxsize=2)  # a reference job has one group per engine group, mostly on one model
+def load_pretrained(path: str, dtype_name: str) -> tuple[Any, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    path = group.model or job.model
-    dtype = getattr(torch, job.dtype) if job.dtype != "auto" else torch.float32
+    dtype = getattr(torch, dtype_name) if dtype_name != "auto" else torch.float32
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation="eager")
     model.eval()
     return model, AutoTokenizer.from_pretrained(path)

@@ -73,9 +73,11 @@ def test_reference_job_dedupes_identical_continuations(tmp_path):
     pos = [[5, -0.1], [6, -2.0]]
     job, id_map = reference_job(plan, [result("s#a", [5], logprobs=[pos]), result("s#b", [5], logprobs=[pos]),
                                        result("s#c", [6], logprobs=[pos])])
-    requests = job.groups[0].requests
+    requests = {r.id: r for r in job.groups[0].requests}
     assert len(requests) == 2 and id_map["s#a"] == id_map["s#b"] != id_map["s#c"]
-    assert requests[0].continuation_ids == [5] and requests[0].candidate_ids == [[5, 6]]
+    assert requests[id_map["s#a"]].continuation_ids == [5] and requests[id_map["s#a"]].candidate_ids == [[5, 6]]
+    again, _ = reference_job(plan, [result("s#c", [6], logprobs=[pos]), result("s#a", [5], logprobs=[pos])])
+    assert again.to_json() == job.to_json()  # content-derived ids: the cache key ignores result order
 
 
 def rows(suite, values):

@@ -1,0 +1,60 @@
+"""Per-group reuse of worker results: only the groups without a cache entry run, the cached rows
+join the fresh ones, failures are never cached. The `python` is a stand-in worker script."""
+
+import json
+import stat
+import sys
+from pathlib import Path
+
+from infercheck.build.engine_env import EngineEnv
+from infercheck.run.cache import launch_cached
+from infercheck.run.job import Group, Job, Request
+
+FAKE_WORKER = f"""#!{sys.executable}
+import json, sys
+from pathlib import Path
+args = sys.argv[sys.argv.index("--job") + 1:]
+job, out = json.loads(Path(args[0]).read_text()), Path(args[2])
+with open(Path(__file__).parent / "ran.log", "a") as log:
+    log.write(" ".join(g["name"] for g in job["groups"]) + "\\n")
+for g in job["groups"]:
+    for r in g["requests"]:
+        with open(out / "results.jsonl", "a") as f:
+            f.write(json.dumps({{"id": r["id"], "group": g["name"], "prompt_ids": [1], "output_ids": [2],
+                                "text": "2", "finish_reason": "length"}}) + "\\n")
+    error = "RuntimeError: boom" if g["name"] == "broken" else None
+    with open(out / "groups.jsonl", "a") as f:
+        f.write(json.dumps({{"name": g["name"], "engine_args": {{}}, "num_requests": 1, "prompt_tokens": 1,
+                            "output_tokens": 1, "elapsed_s": 0.1, "startup_s": 0.1, "error": error}}) + "\\n")
+(out / "status.json").write_text('{{"state": "done"}}')
+"""
+
+
+def fake_env(tmp_path: Path) -> EngineEnv:
+    script = tmp_path / "fake-python"
+    script.write_text(FAKE_WORKER)
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return EngineEnv("base", "overlay", str(script), "t" * 40)
+
+
+def job(*names: str) -> Job:
+    return Job("vllm", "/models/x", "float32",
+               [Group(n, {}, [Request(id=f"{n}-r0", prompt="1+1=")], isolated=True) for n in names])
+
+
+def test_only_uncached_groups_run_and_cached_rows_join(tmp_path, monkeypatch):
+    monkeypatch.setenv("INFERCHECK_CACHE", str(tmp_path / "cache"))
+    env = fake_env(tmp_path)
+    first, reused = launch_cached(job("a", "broken"), env, tmp_path / "one", 30)
+    assert first.ok and reused == 0
+    second, reused = launch_cached(job("a", "b", "broken"), env, tmp_path / "two", 30)
+    assert second.ok and reused == 1  # "a" from the cache; the failed group is run again
+    assert (tmp_path / "ran.log").read_text().splitlines() == ["a broken", "b broken"]
+    assert sorted(r.id for r in second.results()) == ["a-r0", "b-r0", "broken-r0"]
+    assert sorted(g.name for g in second.groups()) == ["a", "b", "broken"]
+    assert json.loads((tmp_path / "two" / "job.json").read_text())["groups"][1]["name"] == "b"
+    third, reused = launch_cached(job("a", "b"), env, tmp_path / "three", 30)
+    assert third.ok and reused == 2 and len((tmp_path / "ran.log").read_text().splitlines()) == 2
+    assert sorted(r.id for r in third.results()) == ["a-r0", "b-r0"]
+    _, reused = launch_cached(job("a"), env, tmp_path / "four", 30, reuse=False)
+    assert reused == 0 and (tmp_path / "ran.log").read_text().splitlines()[-1] == "a"
