@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.infercheck-setup
 SETUP_INPUTS := Makefile pyproject.toml scripts/setup_env.sh
 
-.PHONY: setup demo test test-unit test-engine models doctor bench clean-cache
+.PHONY: setup demo test test-unit test-engine models doctor bench bench-quick clean-cache
 
 setup: $(STAMP)
 
@@ -36,6 +36,15 @@ models: setup
 
 doctor: setup
 	$(VENV)/bin/infercheck doctor
+
+# The full bundled benchmark: every candidate of every case, plus each case's bug check; writes
+# reports/bench/ (index.html, bench.json) and exits 1 on any verdict that differs from its case.
+bench: setup
+	$(VENV)/bin/infercheck bench patches/
+
+# The subset CI runs (candidates marked `quick: true`; covers every verdict class).
+bench-quick: setup
+	$(VENV)/bin/infercheck bench patches/ --quick
 
 clean-cache:
 	rm -rf $${INFERCHECK_CACHE:-$$HOME/.cache/infercheck}

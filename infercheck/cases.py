@@ -16,6 +16,7 @@ class Candidate:
     patch: Path
     expected: str
     why: str  # one line: what measurement shows it
+    quick: bool = False  # in the fast subset `infercheck bench --quick` (and CI) runs
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,8 @@ def load_case(folder: Path) -> Case:
         raise InfercheckError(f"not a case folder (no case.yaml): {folder}")
     data = read_yaml(folder / "case.yaml")
     try:
-        candidates = tuple(Candidate(c["name"], folder / c["patch"], c["expected"], c.get("why", ""))
+        candidates = tuple(Candidate(c["name"], folder / c["patch"], c["expected"], c.get("why", ""),
+                                     bool(c.get("quick", False)))
                            for c in data.get("candidates") or [])
         symptom = folder / data["symptom"] if data.get("symptom") else None
         base = tuple(folder / p for p in data.get("base_patches") or [])

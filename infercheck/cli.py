@@ -96,6 +96,16 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="re-render a report folder from its stored results (no engine)")
     rep.add_argument("folder", type=Path)
 
+    bench = sub.add_parser("bench", help="validate every bundled candidate; confusion matrix of expected vs got")
+    bench.add_argument("root", type=Path, nargs="?", help="folder of cases (default: the bundled patches/)")
+    bench.add_argument("--cases", help="comma-separated case ids (default: all)")
+    bench.add_argument("--quick", action="store_true", help="only candidates marked `quick: true` (the CI subset)")
+    bench.add_argument("--out", type=Path, help="bench folder (default reports/bench/)")
+    bench.add_argument("--timeout", type=float, default=900.0, help="per-worker timeout in seconds")
+    bench.add_argument("--no-reuse", action="store_true", help="recompute base and reference for every candidate")
+    bench.add_argument("--no-bug-checks", action="store_true",
+                       help="skip validating each case's bug.patch on the clean engine (symptom must pass there)")
+
     sub.add_parser("demo", help="the main job on the bundled default")
     return parser
 
@@ -108,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         "models": commands.cmd_models, "doctor": commands.cmd_doctor, "build": commands.cmd_build,
         "run": commands.cmd_run, "parity": commands.cmd_parity, "demo": commands.cmd_demo,
         "validate": commands.cmd_validate, "report": commands.cmd_report, "neighbours": commands.cmd_neighbours,
+        "bench": commands.cmd_bench,
     }
     started = time.time()
     try:

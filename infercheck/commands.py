@@ -218,3 +218,37 @@ def cmd_demo(args: argparse.Namespace) -> int:
     progress(f"demo: validating {candidate.patch.relative_to(PATCHES_DIR.parent)} against case {case.id}")
     code = cmd_validate(demo)
     return 0 if code in (0, 1) else code
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Validate the bundled candidates, print the confusion matrix and timings, write the bench page."""
+    from infercheck.bench import BUG, load_cases, matrix_text, run_bench
+    from infercheck.report.files import write_bench
+
+    cases = load_cases(args.root or PATCHES_DIR, [c.strip() for c in args.cases.split(",") if c.strip()]
+                       if args.cases else None)
+    out = args.out or reports_dir() / "bench"
+
+    def options(case, candidate, folder: Path) -> ValidateOptions:
+        ns = argparse.Namespace(patch=candidate.patch, base_patch=[], engine_src=None, model=None, dtype="float32",
+                                symptom=None, case=case.folder, suites=None, apps=None, out=folder, fail_on=None,
+                                timeout=args.timeout, no_reuse=args.no_reuse, json=False)
+        opts = validate_options(ns)
+        opts.command = f"infercheck validate {shlex.quote(str(candidate.patch))} --case {shlex.quote(str(case.folder))}"
+        if candidate.name == BUG:  # the bug itself, on the clean engine
+            opts.base_patches, opts.expected = [], None
+            opts.command = (f"infercheck validate {shlex.quote(str(candidate.patch))} --symptom "
+                            f"{shlex.quote(str(case.symptom))} --model {case.model}")
+        return opts
+
+    result = run_bench(cases, out, options, lambda opts: validate(opts, progress), progress,
+                       reuse=not args.no_reuse, quick=args.quick, bug_checks=not args.no_bug_checks)
+    paths = write_bench(result, out)
+    print(matrix_text(result.rows))
+    for case, seconds in result.case_seconds().items():
+        print(f"  {case}: {seconds:.0f}s")
+    for row in result.mismatches:
+        print(f"  MISMATCH {row.case}/{row.candidate}: expected {row.expected}, got {row.got} ({out / row.report})")
+    print(f"{len(result.rows) - len(result.mismatches)}/{len(result.rows)} as expected in {result.wall_s:.0f}s: "
+          f"{paths['index.html']}")
+    return 1 if result.mismatches else 0

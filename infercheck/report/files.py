@@ -9,7 +9,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from infercheck.checks.records import ValidationRun
@@ -18,6 +18,9 @@ from infercheck.report.html import render_index, render_report
 from infercheck.report.junit import render_junit
 from infercheck.report.markdown import render_summary
 from infercheck.report.view import verdict_record
+
+if TYPE_CHECKING:
+    from infercheck.bench import BenchResult
 
 REPORT_FILES = {"results": "results.json", "verdict": "verdict.json", "junit": "junit.xml",
                 "summary": "summary.md", "html": "index.html"}
@@ -111,3 +114,16 @@ def write_index(reports_root: Path) -> Path:
     path = reports_root / REPORT_FILES["html"]
     atomic_write(path, render_index(rows))
     return path
+
+
+def write_bench(result: "BenchResult", out_dir: Path) -> dict[str, Path]:
+    """bench.json and index.html (confusion matrix, one row per candidate linking to its report)."""
+    from infercheck.report.html import render_bench
+
+    texts = {"bench.json": _json(result.as_dict()), REPORT_FILES["html"]: render_bench(result)}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for name, text in texts.items():
+        paths[name] = out_dir / name
+        atomic_write(paths[name], text)
+    return paths

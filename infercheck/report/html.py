@@ -59,3 +59,11 @@ def render_report(run: ValidationRun) -> str:
 def render_index(rows: list[dict[str, Any]]) -> str:
     """rows: verdict.json records, newest first, each with `href` (the run's index.html) added."""
     return ENV.get_template("index.html").render(rows=rows)
+
+
+def render_bench(result: Any) -> str:
+    """The benchmark page: confusion matrix (expected × got) and one row per candidate."""
+    labels = sorted({r.expected for r in result.rows} | {r.got for r in result.rows})
+    rows = [{**r.__dict__, "matches": r.matches, "href": f"{r.report}/index.html"} for r in result.rows]
+    return ENV.get_template("bench.html").render(result=result, labels=labels, matrix=result.matrix(), rows=rows,
+                                                 case_seconds=result.case_seconds())

