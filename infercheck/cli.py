@@ -89,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--timeout", type=float, default=900.0, help="per-worker timeout in seconds")
     val.add_argument("--no-reuse", action="store_true", help="do not reuse cached worker results")
     val.add_argument("--json", action="store_true", help="print verdict.json to stdout")
+    val.add_argument("--refuse-judge-edits", action="store_true",
+                     help="refuse a patch that edits the engine's tests or CI config (default: flag it)")
 
     nb = sub.add_parser("neighbours", help="the applications and suites a patch puts at risk, and why")
     nb.add_argument("patch", type=Path)

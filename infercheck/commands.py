@@ -159,6 +159,7 @@ def validate_options(args: argparse.Namespace) -> ValidateOptions:
                            apps=[a.strip() for a in args.apps.split(",") if a.strip()] if args.apps else None,
                            out=args.out, fail_on=args.fail_on.split(",") if args.fail_on else None,
                            timeout_s=args.timeout, reuse=not args.no_reuse,
+                           refuse_judge_edits=getattr(args, "refuse_judge_edits", False),
                            command="infercheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
     if args.case is not None:
         case = load_case(args.case)

@@ -59,6 +59,7 @@ class ValidateOptions:
     fail_on: list[str] | None = None
     timeout_s: float = 900.0
     reuse: bool = True
+    refuse_judge_edits: bool = False  # refuse (exit 2) a patch that edits engine tests or CI config
     case: str | None = None
     expected: str | None = None
     command: str = ""
@@ -69,6 +70,15 @@ class Variants:
     base: EngineEnv
     patched: EngineEnv | None
     build_error: str | None = None
+
+
+EDITS_OWN_JUDGES = "EDITS_OWN_JUDGES"
+CI_CONFIG = (".github/", ".buildkite/", ".gitlab-ci", ".circleci/", "tox.ini", "noxfile.py")
+
+
+def judge_edits(patch: PatchInfo) -> list[str]:
+    """Files of the patch that judge the engine rather than make it: its tests and CI config."""
+    return [f for f, cls in patch.touched.items() if cls == "tests" or f.startswith(CI_CONFIG)]
 
 
 def patch_info(path: Path) -> PatchInfo:
@@ -188,6 +198,10 @@ def validate(opts: ValidateOptions, progress: Progress) -> tuple[ValidationRun, 
     # intake: every input checked before anything runs
     since = time.time()
     patch = patch_info(opts.patch)
+    judges = judge_edits(patch)
+    if judges and opts.refuse_judge_edits:
+        raise InfercheckError(f"patch edits its own judges (tests / CI config: {', '.join(judges[:3])}), "
+                              f"refused (--refuse-judge-edits)")
     base_patches = [patch_info(p) for p in opts.base_patches]
     model_dir = zoo.model_dir(opts.model)
     model_name = model_dir.name
@@ -221,6 +235,9 @@ def validate(opts: ValidateOptions, progress: Progress) -> tuple[ValidationRun, 
         run_errors.append(Flag("ERROR:build", None, variants.build_error or "build failed"))
     else:
         checks, run_errors = run_and_check(plan, variants, opts, out, profile, progress, stages)
+    if judges:  # kept whatever the headline: a reviewer must see it
+        run_errors.append(Flag(EDITS_OWN_JUDGES, None, f"the patch edits its own judges: {', '.join(judges)} "
+                                                        f"(engine tests / CI config); the verdict does not run them"))
     run.checks = checks
     run.verdict = decide(checks, run_errors, symptom is not None, opts.fail_on)
     run.elapsed_s = round(time.time() - t0, 2)

@@ -130,3 +130,21 @@ def test_compiled_patch_in_validate_is_an_error_build_verdict_with_report(isolat
     verdict = json.loads((out / "verdict.json").read_text())
     assert verdict["headline"] == "ERROR:build"
     assert "ERROR:build" in (out / "index.html").read_text()
+
+
+def test_a_patch_that_edits_its_own_judges_can_be_refused(isolated_cache, tmp_path):
+    from infercheck.checks.records import Flag, PatchInfo
+    from infercheck.pipeline import EDITS_OWN_JUDGES, judge_edits
+    from infercheck.verdict import decide
+
+    patch = tmp_path / "judges.patch"
+    patch.write_text("--- a/tests/samplers/test_sampler.py\n+++ b/tests/samplers/test_sampler.py\n@@ -1 +1 @@\n"
+                     "-assert close(a, b)\n+pass\n--- a/vllm/sampler.py\n+++ b/vllm/sampler.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n")
+    proc = infercheck(isolated_cache, "validate", str(patch), "--refuse-judge-edits")
+    assert_one_line_error(proc, 2, "edits its own judges (tests / CI config: tests/samplers/test_sampler.py)")
+    info = PatchInfo(str(patch), patch.name, "", {"tests/samplers/test_sampler.py": "tests", "vllm/sampler.py": "python",
+                                                  ".buildkite/test-pipeline.yaml": "config", "setup.cfg": "config"})
+    assert judge_edits(info) == ["tests/samplers/test_sampler.py", ".buildkite/test-pipeline.yaml"]
+    # without the option the flag is kept in the verdict but does not change the headline
+    verdict = decide([], [Flag(EDITS_OWN_JUDGES, None, "edits its own judges")], has_symptom=True)
+    assert verdict.headline == "RESOLVED" and verdict.flags[0].code == EDITS_OWN_JUDGES
