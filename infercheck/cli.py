@@ -73,7 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     parity.add_argument("--out", type=Path)
 
     val = sub.add_parser("validate", help="validate a patch: symptom, parity, accuracy → verdict and report")
-    val.add_argument("patch", type=Path)
+    val.add_argument("patch", type=Path, nargs="?", help="the candidate patch (omit with --resume)")
+    val.add_argument("--resume", type=Path, metavar="RUN_DIR",
+                     help="finish an interrupted validate in RUN_DIR with its own options, reusing finished work")
     val.add_argument("--base-patch", action="append", default=[], type=Path, metavar="P",
                      help="applied to the engine tree before PATCH, for base and patched alike (repeatable)")
     val.add_argument("--engine-src", type=Path)

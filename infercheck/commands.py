@@ -176,7 +176,17 @@ def validate_options(args: argparse.Namespace) -> ValidateOptions:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    opts = validate_options(args)
+    if getattr(args, "resume", None) is not None:
+        from infercheck.resume import load_options
+
+        if args.patch is not None:
+            raise InfercheckError("give either a patch or --resume RUN_DIR (a resumed run keeps its own options)")
+        opts = load_options(args.resume)
+        progress(f"resuming {args.resume}: {opts.command or opts.patch}")
+    elif args.patch is None:
+        raise InfercheckError("validate needs a patch (or --resume RUN_DIR)")
+    else:
+        opts = validate_options(args)
     run, folder = validate(opts, progress)
     if args.json:
         print((folder / "verdict.json").read_text())

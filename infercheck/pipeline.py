@@ -224,6 +224,9 @@ def validate(opts: ValidateOptions, progress: Progress) -> tuple[ValidationRun, 
     stage_done("build", since)
     out = report_folder(opts, started)
     stage_plan(plan, out / "inputs")
+    from infercheck.resume import save_options  # resume imports this module
+
+    save_options(opts, out / "inputs")
 
     engine = find_installed_engine()
     run = ValidationRun(out.name, patch, base_patches, model_name, opts.dtype, device,

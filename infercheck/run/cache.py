@@ -20,10 +20,12 @@ from pathlib import Path
 from infercheck.build.engine_env import EngineEnv
 from infercheck.paths import DATA_DIR, SUITES_DIR, cache_dir
 from infercheck.run.job import GROUPS, LM_EVAL, RESULTS, STATUS, Group, Job, read_jsonl
-from infercheck.run.launcher import WorkerRun, classify, launch
+from infercheck.errors import InfercheckError
+from infercheck.run.launcher import WorkerRun, classify, launch, stop_orphan
 
 RUN_DIR = Path(__file__).resolve().parent
 ROW_FILES = (RESULTS, GROUPS, LM_EVAL)
+ENGINE = "engine.json"  # which engine env wrote a worker folder (a resume harvests only its own)
 
 
 def digest_files(paths: list[Path]) -> str:
@@ -77,15 +79,44 @@ def append_group(entry: Path, out_dir: Path) -> None:
             rows.write((entry / name).read_text())
 
 
+def engine_record(env: EngineEnv) -> dict[str, str]:
+    return {"strategy": env.strategy, "tree_hash": env.tree_hash, "python": env.python}
+
+
+def job_settings(job: Job) -> list:
+    return [job.backend, job.model, job.dtype, job.seed]
+
+
+def harvest(out_dir: Path, job: Job, entries: dict[str, Path], env: EngineEnv) -> None:
+    """Store the groups a previous, interrupted run into out_dir finished (the same group content,
+    per the job file it left), so a resumed run does not redo them."""
+    stop_orphan(out_dir)  # a worker of the killed run must not write while rows are read
+    try:
+        previous = Job.load(out_dir / "job.json")
+        engine = json.loads((out_dir / ENGINE).read_text())
+    except (InfercheckError, OSError, ValueError):
+        return
+    if engine != engine_record(env) or job_settings(previous) != job_settings(job):
+        return  # another engine or model wrote this folder: its rows say nothing about this run
+    wanted = {g.name: g for g in job.groups}
+    for group in previous.groups:
+        same = group.name in wanted and asdict(wanted[group.name]) == asdict(group)
+        if same and not (entries[group.name] / GROUPS).is_file() and rows_of(out_dir, GROUPS, group.name):
+            store_group(out_dir, group, entries[group.name])
+
+
 def launch_cached(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float,
                   reuse: bool = True) -> tuple[WorkerRun, int]:
     """Run the job's groups that have no cache entry, then add the cached ones' rows.
     Returns (run, number of groups reused)."""
     root = cache_dir() / "groups"
     entries = {g.name: root / group_key(job, g, env) for g in job.groups}
+    harvest(out_dir, job, entries, env)
     cached = [g for g in job.groups if reuse and all((entries[g.name] / n).is_file() for n in ROW_FILES)]
     todo = [g for g in job.groups if g not in cached]
     if todo:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / ENGINE).write_text(json.dumps(engine_record(env)))
         run = launch(replace(job, groups=todo), env, out_dir, timeout_s)
         for group in todo:
             if rows_of(out_dir, GROUPS, group.name):

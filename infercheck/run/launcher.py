@@ -18,10 +18,11 @@ from pathlib import Path
 
 from infercheck.build.engine_env import EngineEnv
 from infercheck.errors import WorkerError
-from infercheck.run.job import (GROUPS, RESULTS, STATUS, STDERR, STDOUT, GroupResult, Job, RequestResult,
+from infercheck.run.job import (GROUPS, LM_EVAL, RESULTS, STATUS, STDERR, STDOUT, GroupResult, Job, RequestResult,
                                 read_jsonl)
 
 DEFAULT_TIMEOUT_S = 900.0
+WORKER_PID = "worker.pid"  # the live worker's pid (= its process group), removed when it ends
 STDERR_TAIL_LINES = 12
 
 
@@ -58,15 +59,17 @@ def stderr_tail(path: Path, lines: int = STDERR_TAIL_LINES) -> str:
 def launch(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float = DEFAULT_TIMEOUT_S) -> WorkerRun:
     """Run the job in a worker subprocess of `env`; never raises for worker failures."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    for stale in (RESULTS, GROUPS, STATUS):
+    for stale in (RESULTS, GROUPS, LM_EVAL, STATUS):
         (out_dir / stale).unlink(missing_ok=True)
     job_path = out_dir / "job.json"
     job_path.write_text(job.to_json())
     cmd = [env.python, "-m", "infercheck.run.worker", "--job", str(job_path), "--out", str(out_dir)]
     started = time.time()
+    stop_orphan(out_dir)
     with open(out_dir / STDOUT, "wb") as out, open(out_dir / STDERR, "wb") as err:
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env.environ(),
                                 cwd=out_dir, start_new_session=True)
+        (out_dir / WORKER_PID).write_text(f"{proc.pid}\n")
         try:
             returncode: int | None = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -76,7 +79,31 @@ def launch(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float = DEFAULT_T
             kill_group(proc, grace_s=2.0)
             raise
     elapsed = round(time.time() - started, 3)
+    (out_dir / WORKER_PID).unlink(missing_ok=True)
     return classify(env.name, out_dir, returncode, elapsed, timeout_s)
+
+
+def stop_orphan(out_dir: Path) -> None:
+    """A worker left running by a harness that was killed (kill -9) still writes into out_dir: stop
+    its process group before anything reuses the folder. Only a process whose command line names
+    this folder's worker is touched."""
+    try:
+        pid = int((out_dir / WORKER_PID).read_text().split()[0])
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except (OSError, ValueError, IndexError):
+        (out_dir / WORKER_PID).unlink(missing_ok=True)
+        return
+    if "infercheck.run.worker" in cmdline and str(out_dir) in cmdline:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(pid, sig)
+            except ProcessLookupError:
+                break
+            for _ in range(50):
+                if not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z":
+                    break
+                time.sleep(0.1)
+    (out_dir / WORKER_PID).unlink(missing_ok=True)
 
 
 def kill_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:

@@ -58,3 +58,43 @@ def test_only_uncached_groups_run_and_cached_rows_join(tmp_path, monkeypatch):
     assert sorted(r.id for r in third.results()) == ["a-r0", "b-r0"]
     _, reused = launch_cached(job("a"), env, tmp_path / "four", 30, reuse=False)
     assert reused == 0 and (tmp_path / "ran.log").read_text().splitlines()[-1] == "a"
+
+
+def test_a_resumed_run_harvests_groups_the_killed_run_finished(tmp_path, monkeypatch):
+    """A worker folder left by a killed harness: group "a" finished, "b" did not. The rerun into the
+    same folder runs only "b"; a folder written by another engine env is not harvested."""
+    monkeypatch.setenv("INFERCHECK_CACHE", str(tmp_path / "cache"))
+    env = fake_env(tmp_path)
+    out = tmp_path / "run"
+    first, _ = launch_cached(job("a"), env, out, 30)
+    assert first.ok
+    (out / "job.json").write_text(job("a", "b").to_json())  # as the interrupted launch left it
+    __import__("shutil").rmtree(tmp_path / "cache")  # the killed run never stored "a"
+    again, reused = launch_cached(job("a", "b"), env, out, 30)
+    assert again.ok and reused == 1 and (tmp_path / "ran.log").read_text().splitlines() == ["a", "b"]
+    assert sorted(r.id for r in again.results()) == ["a-r0", "b-r0"]
+
+    other = tmp_path / "other"
+    launch_cached(job("a"), env, other, 30)
+    __import__("shutil").rmtree(tmp_path / "cache")
+    stranger = EngineEnv("patched", "overlay", env.python, "u" * 40)  # another tree
+    _, reused = launch_cached(job("a"), stranger, other, 30)
+    assert reused == 0 and (tmp_path / "ran.log").read_text().splitlines()[-1] == "a"
+
+
+def test_options_round_trip_with_patch_copies(tmp_path):
+    from infercheck.pipeline import ValidateOptions
+    from infercheck.resume import load_options, save_options
+
+    patch = tmp_path / "fix.patch"
+    patch.write_text("--- a/x.py\n+++ b/x.py\n")
+    opts = ValidateOptions(patch=patch, base_patches=[patch], suites=["parity"], apps=["none"], case="c",
+                           expected="RESOLVED", out=tmp_path / "old")
+    save_options(opts, tmp_path / "run" / "inputs")
+    patch.unlink()  # the resume needs nothing outside the run folder
+    back = load_options(tmp_path / "run")
+    assert back.patch.read_text().startswith("--- a/x.py") and back.base_patches[0].is_file()
+    assert (back.suites, back.apps, back.case, back.expected, back.out) == (["parity"], ["none"], "c", "RESOLVED",
+                                                                            tmp_path / "run")
+    save_options(back, tmp_path / "run" / "inputs")  # resuming a resumed run keeps the same copies
+    assert load_options(tmp_path / "run").patch == back.patch

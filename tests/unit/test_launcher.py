@@ -81,3 +81,24 @@ def test_torn_jsonl_line_is_skipped(tmp_path):
     path = tmp_path / "r.jsonl"
     path.write_text('{"a": 1}\n{"a": 2}\n{"a": ')
     assert read_jsonl(path) == [{"a": 1}, {"a": 2}]
+
+
+def test_an_orphaned_worker_of_a_killed_harness_is_stopped_before_reuse(tmp_path):
+    import subprocess
+    import time
+
+    from infercheck.run.launcher import WORKER_PID, stop_orphan
+
+    out = tmp_path / "out"
+    out.mkdir()
+    orphan = subprocess.Popen(["bash", "-c", f"exec -a 'python -m infercheck.run.worker --out {out}' sleep 300"],
+                              start_new_session=True)
+    bystander = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    time.sleep(0.2)
+    (out / WORKER_PID).write_text(f"{orphan.pid}\n")
+    stop_orphan(out)
+    assert orphan.wait(timeout=10) is not None and not (out / WORKER_PID).exists()
+    (out / WORKER_PID).write_text(f"{bystander.pid}\n")  # not a worker of this folder: left alone
+    stop_orphan(out)
+    assert bystander.poll() is None
+    bystander.kill()

@@ -1,0 +1,82 @@
+"""Reliability of whole runs: a harness killed with SIGKILL mid-run resumes without redoing finished
+work and gives the verdict an uninterrupted run gives; two validates at once share one cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from infercheck.cases import load_case
+from infercheck.paths import PATCHES_DIR
+from infercheck.run.job import read_jsonl
+from tests.conftest import cli_env
+
+pytestmark = pytest.mark.engine
+
+CASE = load_case(PATCHES_DIR / "rotary-half-precision-cache")
+SMALL = ["--apps", "none", "--suites", "parity/addition-short"]
+
+
+def validate_cmd(candidate: str, out: Path, *extra: str) -> list[str]:
+    patch = next(c.patch for c in CASE.candidates if c.name == candidate)
+    return [sys.executable, "-m", "infercheck.cli", "validate", str(patch), "--case", str(CASE.folder),
+            "--out", str(out), *SMALL, *extra]
+
+
+def headline(out: Path) -> str:
+    return json.loads((out / "verdict.json").read_text())["headline"]
+
+
+def test_a_harness_killed_mid_run_resumes_without_redoing_finished_work(tmp_path):
+    env = cli_env(tmp_path / "cache")
+    out = tmp_path / "run"
+    harness = subprocess.Popen(validate_cmd("root-float32-table", out), env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.time() + 600
+    while not read_jsonl(out / "runs" / "base" / "groups.jsonl") and time.time() < deadline:
+        assert harness.poll() is None, "the run ended before it could be interrupted"
+        time.sleep(0.5)
+    os.kill(harness.pid, signal.SIGKILL)  # the harness only: its worker is orphaned, still running
+    harness.wait()
+    finished = [g["name"] for g in read_jsonl(out / "runs" / "base" / "groups.jsonl")]
+    assert finished and not (out / "verdict.json").exists()
+
+    proc = subprocess.run([sys.executable, "-m", "infercheck.cli", "validate", "--resume", str(out)],
+                          capture_output=True, text=True, env=env, timeout=1200)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode == 0 and headline(out) == "RESOLVED", proc.stderr[-3000:]
+    assert "run base: ok" in proc.stderr and "reused from cache" in proc.stderr.split("run base:")[1].splitlines()[0]
+    groups = [g["name"] for g in read_jsonl(out / "runs" / "base" / "groups.jsonl")]
+    assert sorted(groups) == sorted(set(groups))  # every group once, finished ones not run twice
+    reused = (out / "runs" / "base" / "reused-from").read_text()
+    assert all(name in reused for name in finished)
+    assert not (out / "runs" / "base" / "worker.pid").exists()
+
+
+def test_two_validates_at_once_share_the_cache(tmp_path):
+    env = cli_env(tmp_path / "cache")
+    runs = {name: tmp_path / name for name in ("root-float32-table", "native-path-rebuild")}
+    procs = {name: subprocess.Popen(validate_cmd(name, out), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True) for name, out in runs.items()}
+    for name, proc in procs.items():
+        _, err = proc.communicate(timeout=1800)
+        assert "Traceback" not in err, err[-3000:]
+    assert headline(runs["root-float32-table"]) == "RESOLVED"
+    assert headline(runs["native-path-rebuild"]) == "NOT_FIXED"
+    entries = list((tmp_path / "cache" / "groups").iterdir())
+    assert entries and not [e for e in entries if e.name.startswith(".tmp-")]
+    for entry in entries:  # every entry whole and readable
+        rows = [json.loads(line) for line in (entry / "groups.jsonl").read_text().splitlines()]
+        assert len(rows) == 1 and not rows[0].get("error")
+        assert all(json.loads(line) for line in (entry / "results.jsonl").read_text().splitlines())
+    # a third run finds everything of the base in the cache
+    again = subprocess.run(validate_cmd("root-float32-table", tmp_path / "again"), capture_output=True, text=True,
+                           env=env, timeout=1800)
+    assert headline(tmp_path / "again") == "RESOLVED" and "reused from cache" in again.stderr
