@@ -142,6 +142,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(f"model {name:16s} {'ok' if ok else 'PROBLEM'}: {detail}")
     tree = engine_tree()
     print(f"engine tree: {tree.repo_dir} ({tree.installed_commit[:12]})")
+    from infercheck.run.launcher import containment_for
+    from infercheck.run.sandbox import describe
+
+    held = containment_for(Job("vllm", "", "float32", []), 900.0)
+    print(f"worker containment: {describe(held.as_record())}")
+    for note in held.notes:
+        print(f"  note: {note}")
     if args.no_smoke or not healthy:
         return 0 if healthy else 1
     model = str(zoo.model_dir("tiny-llama-add"))

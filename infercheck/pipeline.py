@@ -7,6 +7,7 @@ once runs have started ends in a verdict (ERROR:<stage>) with a report, never a 
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from dataclasses import dataclass, field, replace
@@ -37,7 +38,7 @@ from infercheck.plan import SYMPTOM, Plan, engine_job, make_plan, reference_eval
 from infercheck.report import write_index, write_report
 from infercheck.run.cache import launch_cached
 from infercheck.run.job import RequestResult, read_jsonl
-from infercheck.run.launcher import WorkerRun
+from infercheck.run.launcher import CONTAINMENT, WorkerRun
 from infercheck.run.pytest_runner import run_pytest
 from infercheck.suites import SymptomSpec, load_symptom, select_suites
 from infercheck.verdict import decide
@@ -242,6 +243,7 @@ def validate(opts: ValidateOptions, progress: Progress) -> tuple[ValidationRun, 
         run_errors.append(Flag(EDITS_OWN_JUDGES, None, f"the patch edits its own judges: {', '.join(judges)} "
                                                         f"(engine tests / CI config); the verdict does not run them"))
     run.checks = checks
+    run.containment = read_containment(out / "runs" / "patched")
     run.verdict = decide(checks, run_errors, symptom is not None, opts.fail_on)
     run.elapsed_s = round(time.time() - t0, 2)
     since = time.time()
@@ -250,6 +252,13 @@ def validate(opts: ValidateOptions, progress: Progress) -> tuple[ValidationRun, 
         write_index(reports_dir())
     stage_done("report", since)
     return run, out
+
+
+def read_containment(worker_dir: Path) -> dict:
+    try:
+        return json.loads((worker_dir / CONTAINMENT).read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 def run_and_check(plan: Plan, variants: Variants, opts: ValidateOptions, out: Path, profile: dict[str, float],

@@ -108,6 +108,7 @@ class ValidationRun:
     case: str | None = None
     expected: str | None = None  # a bundled case's expected verdict, when known
     errors: list[str] = field(default_factory=list)
+    containment: dict[str, Any] = field(default_factory=dict)  # what the patched worker was held to
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -9,6 +9,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from infercheck.checks.records import VARIANTS, ValidationRun
 from infercheck.report import view
+from infercheck.run.sandbox import describe
 
 TEMPLATES = Path(__file__).parent / "templates"
 # Check kinds with a section of their own; the generic "Checks" details skip them.
@@ -42,7 +43,7 @@ def _environment() -> Environment:
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update(fmt=view.fmt, fmt_pass=view.fmt_pass, fmt_ci=view.fmt_ci, seconds=view.fmt_seconds,
                        verdict_class=view.verdict_class, diff_lines=diff_lines)
-    env.globals.update(VARIANTS=VARIANTS, expected_matches=view.expected_matches,
+    env.globals.update(VARIANTS=VARIANTS, containment=describe, expected_matches=view.expected_matches,
                        example_columns=example_columns, SECTION_KINDS=SECTION_KINDS)
     return env
 

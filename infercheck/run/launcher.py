@@ -17,11 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from infercheck.build.engine_env import EngineEnv
+from infercheck.device import detect_device
+from infercheck.paths import REPO_ROOT, cache_dir
+from infercheck.run.sandbox import Containment, limit_resources, plan_containment, private_environ, wrap_command
 from infercheck.errors import WorkerError
 from infercheck.run.job import (GROUPS, LM_EVAL, RESULTS, STATUS, STDERR, STDOUT, GroupResult, Job, RequestResult,
                                 read_jsonl)
 
 DEFAULT_TIMEOUT_S = 900.0
+CONTAINMENT = "containment.json"  # what the worker was held to (infercheck.run.sandbox)
 WORKER_PID = "worker.pid"  # the live worker's pid (= its process group), removed when it ends
 STDERR_TAIL_LINES = 12
 
@@ -56,19 +60,29 @@ def stderr_tail(path: Path, lines: int = STDERR_TAIL_LINES) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
 
+def containment_for(job: Job, timeout_s: float) -> Containment:
+    needs_network = any(t.include_defaults for g in job.groups for t in g.lm_eval)
+    return plan_containment(detect_device(), timeout_s, [REPO_ROOT, cache_dir()], needs_network)
+
+
 def launch(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float = DEFAULT_TIMEOUT_S) -> WorkerRun:
-    """Run the job in a worker subprocess of `env`; never raises for worker failures."""
+    """Run the job in a contained worker subprocess of `env` (infercheck.run.sandbox); never raises
+    for worker failures."""
     out_dir.mkdir(parents=True, exist_ok=True)
     for stale in (RESULTS, GROUPS, LM_EVAL, STATUS):
         (out_dir / stale).unlink(missing_ok=True)
     job_path = out_dir / "job.json"
     job_path.write_text(job.to_json())
-    cmd = [env.python, "-m", "infercheck.run.worker", "--job", str(job_path), "--out", str(out_dir)]
+    containment = containment_for(job, timeout_s)
+    (out_dir / CONTAINMENT).write_text(json.dumps(containment.as_record()))
+    cmd = wrap_command([env.python, "-m", "infercheck.run.worker", "--job", str(job_path), "--out", str(out_dir)],
+                       out_dir, containment)
     started = time.time()
     stop_orphan(out_dir)
     with open(out_dir / STDOUT, "wb") as out, open(out_dir / STDERR, "wb") as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env.environ(),
-                                cwd=out_dir, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                env=private_environ(env.environ(), out_dir), cwd=out_dir, start_new_session=True,
+                                preexec_fn=limit_resources(containment))
         (out_dir / WORKER_PID).write_text(f"{proc.pid}\n")
         try:
             returncode: int | None = proc.wait(timeout=timeout_s)

