@@ -1,0 +1,75 @@
+"""Worker containment, exercised with a stand-in worker script (no engine): what it may write, its
+private dirs, its network, its limits."""
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+
+from infercheck.build.engine_env import EngineEnv
+from infercheck.run.job import Group, Job, LmEvalTask, Request
+from infercheck.run.launcher import CONTAINMENT, launch
+from infercheck.run.sandbox import describe, namespaces_refused, plan_containment
+
+PROBE = """#!/bin/bash
+{ touch "$INFERCHECK_CACHE/written-by-worker" 2>/dev/null && echo cache=writable || echo cache=read-only
+  touch "$PWD/own-folder" && echo own=writable
+  echo "home=$HOME tmp=$TMPDIR"
+  echo "links=$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\\n' ' ')"
+  echo "as=$(ulimit -v) cpu=$(ulimit -t)"; } > probe.txt
+echo '{"state": "done"}' > status.json
+"""
+
+
+def probe_env(tmp_path: Path) -> EngineEnv:
+    script = tmp_path / "fake-python"
+    script.write_text(PROBE)
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return EngineEnv("patched", "overlay", str(script), "t" * 40)
+
+
+def job(hub: bool = False) -> Job:
+    tasks = [LmEvalTask("gsm8k", "accuracy/gsm8k", "/x", include_defaults=True)] if hub else []
+    return Job("vllm", "/models/x", "float32", [Group("g", {}, [Request(id="r0", prompt="1+1=")], tasks)])
+
+
+def test_a_contained_worker_writes_only_its_own_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("INFERCHECK_DEVICE", "cpu")
+    out = tmp_path / "cache" / "runs" / "w"  # a run folder inside the (read-only) cache, as doctor's are
+    monkeypatch.setenv("INFERCHECK_CACHE", str(tmp_path / "cache"))
+    run = launch(job(), probe_env(tmp_path), out, timeout_s=60)
+    assert run.ok, run.stderr_tail
+    probe = dict(line.split("=", 1) for line in (out / "probe.txt").read_text().split("\n")[:2])
+    text = (out / "probe.txt").read_text()
+    assert probe["own"] == "writable" and f"home={out / 'home'} tmp={out / 'tmp'}" in text
+    assert f"cpu={60 * __import__('os').cpu_count() + 60}" in text and "as=16777216" in text  # KiB
+    record = json.loads((out / CONTAINMENT).read_text())
+    if namespaces_refused() is None:
+        assert probe["cache"] == "read-only" and not (tmp_path / "cache" / "written-by-worker").exists()
+        assert "links=lo \n" in text and record["network"] == "isolated"
+    else:
+        assert record["notes"] and "not isolated" in record["network"]
+
+
+def test_containment_plan_and_description(monkeypatch):
+    monkeypatch.delenv("INFERCHECK_WORKER_MEMORY_GB", raising=False)
+    cuda = plan_containment("cuda", 100, [], needs_network=False)
+    assert cuda.memory_bytes is None and any("CUDA" in n for n in cuda.notes)
+    hub = plan_containment("cpu", 100, [], needs_network=True)
+    assert hub.network.startswith("allowed") and hub.memory_bytes == 16 * 1024**3
+    monkeypatch.setenv("INFERCHECK_WORKER_MEMORY_GB", "2")
+    small = plan_containment("cpu", 100, [Path("/nonexistent-path")], needs_network=False)
+    assert small.memory_bytes == 2 * 1024**3 and small.read_only == ()
+    assert "address space ≤ 2 GiB" in describe(small.as_record())
+
+
+def test_hub_tasks_keep_the_network(tmp_path, monkeypatch):
+    monkeypatch.setenv("INFERCHECK_DEVICE", "cpu")
+    out = tmp_path / "w"
+    assert launch(job(hub=True), probe_env(tmp_path), out, timeout_s=60).ok
+    if namespaces_refused() is None:
+        assert json.loads((out / CONTAINMENT).read_text())["network"].startswith("allowed")
+        assert "links=lo \n" not in (out / "probe.txt").read_text()  # the host's devices, not only loopback
+    else:
+        pytest.skip(f"namespaces refused here: {namespaces_refused()}")
