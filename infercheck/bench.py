@@ -8,6 +8,7 @@ base engine groups and their reference scoring run once for all of its candidate
 from __future__ import annotations
 
 import time
+import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -144,6 +145,11 @@ def run_bench(cases: list[Case], out: Path, options: Callable[[Case, Candidate, 
         except InfercheckError as exc:  # bad input in one case must not lose the others' results
             got = "ERROR:input"
             progress(f"bench {case.id}/{cand.name}: {exc}")
+        except Exception as exc:  # a harness bug on one candidate: recorded, the bench goes on
+            got = "ERROR:harness"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "harness-error.txt").write_text(traceback.format_exc())
+            progress(f"bench {case.id}/{cand.name}: harness failure {type(exc).__name__}: {exc}".splitlines()[0])
         row = BenchRow(case.id, cand.name, cand.expected, got, round(time.time() - t0, 1),
                        str(folder.relative_to(out)) if folder.is_relative_to(out) else str(folder), cand.why)
         progress(f"bench {case.id}/{cand.name}: {got} ({'as expected' if row.matches else 'MISMATCH'}) "

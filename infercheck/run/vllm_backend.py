@@ -105,12 +105,37 @@ def to_result(request: Request, group: str, output: Any, elapsed: float, result_
     )
 
 
+class KVCacheTooSmall(RuntimeError):
+    """A request needs more KV-cache blocks than the engine has: it would wait forever."""
+
+
+def kv_blocks(llm: Any) -> tuple[int, int] | None:
+    """(number of KV-cache blocks, tokens per block) as the engine sized them, when it says."""
+    try:
+        cfg = llm.llm_engine.vllm_config.cache_config
+        return (int(cfg.num_gpu_blocks), int(cfg.block_size)) if cfg.num_gpu_blocks else None
+    except Exception:  # an engine without these attributes: no check, never a failure
+        return None
+
+
+def check_fits(blocks: tuple[int, int] | None, request: Request, prompt_len: int) -> None:
+    if blocks is None:
+        return
+    num_blocks, block_size = blocks
+    need = prompt_len + int(request.sampling.get("max_tokens", 16))
+    if -(-need // block_size) > num_blocks:
+        raise KVCacheTooSmall(f"KV cache exhausted: the engine has {num_blocks} blocks of {block_size} tokens "
+                              f"({num_blocks * block_size} tokens); request {request.id} needs {need} "
+                              f"(prompt {prompt_len} + max_tokens) and would never be scheduled")
+
+
 class GroupRunner:
     """Runs one group's waves on a live engine, emitting results and one timing row per generate call."""
 
     def __init__(self, llm: Any, group: Group, emit: Callable[[RequestResult], None]) -> None:
         self.llm, self.group, self.emit = llm, group, emit
         self.steps: list[dict[str, Any]] = []
+        self.blocks = kv_blocks(llm)
 
     def generate(self, requests: list[Request], prompts: list[Any], wave: int, step: int) -> list[Any]:
         t0 = time.time()
@@ -125,6 +150,11 @@ class GroupRunner:
     def run_plain(self, requests: list[Request], wave: int) -> None:
         prompts = [{"prompt_token_ids": r.prompt_token_ids} if r.prompt_token_ids is not None else r.prompt
                    for r in requests]
+        if self.blocks is not None:
+            tokenizer = self.llm.get_tokenizer()
+            for r in requests:
+                check_fits(self.blocks, r, len(r.prompt_token_ids) if r.prompt_token_ids is not None
+                           else len(tokenizer.encode(r.prompt)))
         for request, (output, elapsed) in zip(requests, self.generate(requests, prompts, wave, 0)):
             self.emit(to_result(request, self.group.name, output, elapsed))
 
@@ -137,6 +167,7 @@ class GroupRunner:
             active = [r for r in sessions if turn < len(r.turns or [])]
             for r in active:
                 context[r.id] += encode(r.turns[turn])
+                check_fits(self.blocks, r, len(context[r.id]))
             prompts = [{"prompt_token_ids": list(context[r.id])} for r in active]
             for request, (output, elapsed) in zip(active, self.generate(active, prompts, wave, turn)):
                 result = to_result(request, self.group.name, output, elapsed, f"{request.id}.t{turn:02d}")

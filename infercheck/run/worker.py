@@ -115,6 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     except InfercheckError as exc:
         write_status(out, state="error", kind="bad_job", message=str(exc))
         return EXIT_HANDLED_ERROR
+    except MemoryError:
+        traceback.print_exc()
+        write_status(out, state="error", kind="memory",
+                     message="MemoryError: an allocation was refused under the worker's address-space limit "
+                             "(INFERCHECK_WORKER_MEMORY_GB; see containment.json)")
+        return EXIT_HANDLED_ERROR
     except Exception as exc:  # the harness turns this into one line; the trace stays in stderr
         traceback.print_exc()
         write_status(out, state="error", kind="exception", message=one_line(exc))

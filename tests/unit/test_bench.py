@@ -74,3 +74,18 @@ def test_confusion_matrix_text():
     assert confusion(rows) == {"RESOLVED": {"RESOLVED": 1}, "COLLATERAL": {"RESOLVED": 1, "COLLATERAL": 1}}
     text = matrix_text(rows).splitlines()
     assert text[0].split()[-2:] == ["COLLATERAL", "RESOLVED"] and text[1].split() == ["COLLATERAL", "1", "1"]
+
+
+def test_a_harness_failure_on_one_candidate_does_not_end_the_bench(tmp_path):
+    cases = load_cases(PATCHES_DIR, None)[:1]
+
+    def validate(folder):
+        if folder.name == "bug":
+            raise RuntimeError("harness bug")
+        folder.mkdir(parents=True)
+        return fake_run(next(c.expected for c in cases[0].candidates if c.name == folder.name)), folder
+
+    result = run_bench(cases, tmp_path, lambda case, cand, folder: folder, validate, lambda m: None)
+    assert result.rows[0].got == "ERROR:harness" and not result.rows[0].matches
+    assert "RuntimeError: harness bug" in (tmp_path / result.rows[0].report / "harness-error.txt").read_text()
+    assert all(r.matches for r in result.rows[1:]) and len(result.rows) == len(cases[0].candidates) + 1
