@@ -229,14 +229,17 @@ def log_softmax_at(row: dict[int, float], temperature: float) -> dict[int, float
 
 def position_errors(engine_rows: list[list[list[float]] | None], ref_rows: list[list[list[float]] | None],
                     temperature: float) -> tuple[float, int]:
-    """Max |engine - expected| over every listed (finite) token, and the positions compared."""
+    """Max |engine - expected| over every listed token, and the positions compared. A masked token
+    (-inf) is skipped; a NaN or +inf logprob is an infinite error, never a silent pass."""
     worst, compared = 0.0, 0
     for engine, ref in zip(engine_rows, ref_rows):
         if not engine or not ref:
             continue
         expected = log_softmax_at({int(t): float(v) for t, v in ref}, temperature)
         for tid, lp in engine:
-            if math.isfinite(lp) and int(tid) in expected:
+            if math.isnan(lp) or lp == math.inf:
+                worst = math.inf
+            elif math.isfinite(lp) and int(tid) in expected:
                 worst = max(worst, abs(float(lp) - expected[int(tid)]))
         compared += 1
     return worst, compared

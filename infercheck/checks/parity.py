@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Iterable
 
 from infercheck.run.job import RequestResult
 
@@ -40,6 +41,12 @@ class ParitySummary:
         return self.tokens_equal == self.requests
 
 
+def worst(values: Iterable[float]) -> float:
+    """The largest error; a NaN anywhere makes it infinite (max() would let it slip past)."""
+    values = list(values)
+    return math.inf if any(math.isnan(v) for v in values) else max(values, default=0.0)
+
+
 def compare_sequence(engine: RequestResult, reference: RequestResult) -> SequenceParity:
     a, b = engine.output_ids, reference.output_ids
     common = 0
@@ -48,7 +55,7 @@ def compare_sequence(engine: RequestResult, reference: RequestResult) -> Sequenc
     diverged = None if (common == len(a) == len(b)) else common
     deltas = [abs(x - y) for x, y in zip((engine.chosen_logprobs or [])[:common],
                                          (reference.chosen_logprobs or [])[:common])]
-    return SequenceParity(engine.id, diverged is None, diverged, max(deltas, default=0.0), common)
+    return SequenceParity(engine.id, diverged is None, diverged, worst(deltas), common)
 
 
 def compare_greedy(engine: list[RequestResult], reference: list[RequestResult]) -> list[SequenceParity]:
@@ -68,7 +75,7 @@ def summarize(rows: list[SequenceParity]) -> ParitySummary:
     return ParitySummary(
         requests=len(rows),
         tokens_equal=sum(r.tokens_equal for r in rows),
-        max_abs_dlogprob=max((r.max_abs_dlogprob for r in rows), default=0.0),
+        max_abs_dlogprob=worst(r.max_abs_dlogprob for r in rows),
         first_divergences={r.id: r.first_divergence for r in rows if r.first_divergence is not None},
     )
 
@@ -104,6 +111,8 @@ def position_parity(engine_pos: list[list[float]], ref_pos: list[list[float]], c
     ref_best = max(ref, key=ref.get)
     gap = ref[ref_best] - ref.get(chosen, -math.inf)
     agree = ref_best == chosen or gap == 0.0
+    if any(math.isnan(lp) or lp == math.inf for lp in engine.values()):  # NaN never compares as "close"
+        return PositionParity(math.inf, math.inf, agree, False, ref_best, gap)
     dlp = abs(engine[chosen] - ref[chosen]) if chosen in engine and chosen in ref else math.inf
     return PositionParity(lumped_kl(ref, engine), dlp, agree, (not agree) and gap <= near_tie, ref_best, gap)
 
@@ -164,10 +173,10 @@ def parity_stats(rows: list[RequestParity]) -> ParityStats:
         positions=len(flat),
         mean_kl=sum(kls) / len(kls) if kls else 0.0,
         p99_kl=percentile(kls, 99),
-        max_kl=max(kls, default=0.0),
+        max_kl=worst(kls),
         top1_agreement=sum(p.agree or p.near_tie for p in flat) / len(flat) if flat else 1.0,
         near_ties=sum(p.near_tie for p in flat),
-        max_abs_dlogprob=max((p.abs_dlogprob for p in flat), default=0.0),
+        max_abs_dlogprob=worst(p.abs_dlogprob for p in flat),
         first_divergence=min(firsts, default=None),
         diverged_requests=[r.id for r in rows if r.first_divergence is not None],
     )

@@ -43,3 +43,32 @@ def test_an_isolated_group_that_fails_does_not_take_the_job_down(tmp_path):
     by_name = {g.name: g for g in run.groups()}
     assert "max_model_len" in (by_name["app:broken:s"].error or "")
     assert by_name["ok"].error is None and [r.id for r in run.results()] == ["y0"]
+
+
+LONG_PROMPT = "".join(f"{i}+{i + 1}={2 * i + 1}\n" for i in range(10, 60)) + "12+34="
+
+
+def test_memory_blowup_is_stopped_by_the_worker_limit(isolated_cache, patch_dir):
+    """A runaway 64 GiB allocation on a 24 GiB machine: refused under the address-space limit
+    (without it the kernel's OOM killer would take the worker, or the machine, down)."""
+    proc = infercheck(isolated_cache, "run", "--patch", str(patch_dir / "memory_blowup.patch"), "--timeout", "300")
+    assert_one_line_error(proc, 1, "patched worker failed (memory): MemoryError: an allocation was refused")
+
+
+def test_kv_cache_exhaustion_is_an_error_not_a_hang(isolated_cache, patch_dir):
+    """A patched engine that sizes its KV cache at 2 blocks: a 470-token prompt could never be
+    scheduled; the worker says so instead of waiting for the timeout."""
+    proc = infercheck(isolated_cache, "run", "--patch", str(patch_dir / "kv_cache_exhausted.patch"),
+                      "--prompt", LONG_PROMPT, "--timeout", "300")
+    assert_one_line_error(proc, 1, "KV cache exhausted: the engine has 2 blocks of 128 tokens")
+
+
+def test_garbage_on_a_real_workers_stdout_changes_nothing(isolated_cache, patch_dir):
+    plain = infercheck(isolated_cache, "run", "--prompt", "12+34=", "--json")
+    noisy = infercheck(isolated_cache, "run", "--patch", str(patch_dir / "stdout_garbage.patch"), "--prompt", "12+34=",
+                       "--json")
+    assert plain.returncode == 0 and noisy.returncode == 0, noisy.stderr
+    ids = [__import__("json").loads(p.stdout.splitlines()[-1])["output_ids"] for p in (plain, noisy)]
+    assert ids[0] == ids[1]
+    folder = next(line.split("→ ")[1].strip() for line in noisy.stderr.splitlines() if "→ " in line)
+    assert b'{"state": "done"}' in (__import__("pathlib").Path(folder) / "worker.stdout").read_bytes()  # it did print

@@ -68,3 +68,17 @@ def test_compare_greedy():
     assert row.first_divergence == 2 and row.max_abs_dlogprob == pytest.approx(0.05)
     missing = summarize(compare_greedy([result("y", [1])], []))
     assert missing.first_divergences == {"y": 0} and not missing.all_equal
+
+
+def test_nan_logprobs_never_pass():
+    from infercheck.checks.app_compare import position_errors
+    from infercheck.checks.parity import position_parity, worst
+
+    nan = float("nan")
+    pos = position_parity([[5, nan], [6, nan]], [[5, -0.1], [6, -2.5]], 5, 1e-3)
+    assert pos.kl == math.inf and pos.abs_dlogprob == math.inf
+    assert worst([0.1, nan, 0.2]) == math.inf and worst([nan]) == math.inf and worst([]) == 0.0
+    err, n = position_errors([[[5, nan], [6, -2.0]]], [[[5, -0.1], [6, -2.5]]], 1.0)
+    assert err == math.inf and n == 1
+    masked, _ = position_errors([[[5, -0.1], [6, -math.inf]]], [[[5, -0.1], [6, -2.5]]], 1.0)
+    assert masked < 0.1  # a masked (-inf) token is not an error
