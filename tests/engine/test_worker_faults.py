@@ -72,3 +72,18 @@ def test_garbage_on_a_real_workers_stdout_changes_nothing(isolated_cache, patch_
     assert ids[0] == ids[1]
     folder = next(line.split("→ ")[1].strip() for line in noisy.stderr.splitlines() if "→ " in line)
     assert b'{"state": "done"}' in (__import__("pathlib").Path(folder) / "worker.stdout").read_bytes()  # it did print
+
+
+def test_nan_logits_fail_parity_with_evidence(isolated_cache, patch_dir, tmp_path):
+    """Every softmax row NaN on patched: parity fails with infinite KL (a NaN never passes as
+    'within tolerance'), and without a symptom spec that is COLLATERAL."""
+    import json
+
+    out = tmp_path / "nan"
+    proc = infercheck(isolated_cache, "validate", str(patch_dir / "logits_nan.patch"), "--apps", "none",
+                      "--suites", "parity/addition-short", "--out", str(out), timeout=900)
+    assert "Traceback" not in proc.stderr and proc.returncode == 1, proc.stderr[-2000:]
+    assert json.loads((out / "verdict.json").read_text())["headline"] == "COLLATERAL"
+    parity = next(c for c in json.loads((out / "results.json").read_text())["checks"] if c["kind"] == "parity")
+    assert "regressed" in parity["flags"] and parity["base"]["passed"] and not parity["patched"]["passed"]
+    assert "inf" in json.dumps(parity["patched"]).lower()

@@ -10,9 +10,9 @@ import pytest
 from tests.conftest import cli_env
 
 
-def infercheck(cache: Path, *args: str) -> subprocess.CompletedProcess:
+def infercheck(cache: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "infercheck.cli", *args], capture_output=True, text=True,
-                          env=cli_env(cache), timeout=120)
+                          env=cli_env(cache), timeout=timeout)
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess, code: int, fragment: str) -> None:
