@@ -162,6 +162,8 @@ def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     rank = q / 100 * (len(ordered) - 1)
     lo, hi = math.floor(rank), math.ceil(rank)
+    if lo == hi or ordered[lo] == ordered[hi]:  # also keeps inf from turning into inf - inf = nan
+        return ordered[lo]
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (rank - lo)
 
 
