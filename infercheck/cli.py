@@ -89,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--out", type=Path, help="report folder (default reports/<time>-<patch>/)")
     val.add_argument("--fail-on", help="comma-separated verdicts that exit 1 (default: all but RESOLVED/CLEAN)")
     val.add_argument("--timeout", type=float, default=900.0, help="per-worker timeout in seconds")
+    val.add_argument("--run-timeout", type=float, help="a time budget in seconds for the whole run (every worker)")
     val.add_argument("--no-reuse", action="store_true", help="do not reuse cached worker results")
     val.add_argument("--json", action="store_true", help="print verdict.json to stdout")
     val.add_argument("--refuse-judge-edits", action="store_true",

@@ -167,6 +167,7 @@ def validate_options(args: argparse.Namespace) -> ValidateOptions:
                            out=args.out, fail_on=args.fail_on.split(",") if args.fail_on else None,
                            timeout_s=args.timeout, reuse=not args.no_reuse,
                            refuse_judge_edits=getattr(args, "refuse_judge_edits", False),
+                           run_timeout_s=getattr(args, "run_timeout", None),
                            command="infercheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
     if args.case is not None:
         case = load_case(args.case)

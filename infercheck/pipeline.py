@@ -58,7 +58,8 @@ class ValidateOptions:
     apps: list[str] | None = None  # None: the neighbour map's choice for the touched files
     out: Path | None = None
     fail_on: list[str] | None = None
-    timeout_s: float = 900.0
+    timeout_s: float = 900.0  # per worker
+    run_timeout_s: float | None = None  # the whole validate (every worker together)
     reuse: bool = True
     refuse_judge_edits: bool = False  # refuse (exit 2) a patch that edits engine tests or CI config
     case: str | None = None
@@ -116,9 +117,16 @@ def build_variants(opts: ValidateOptions, device: str) -> Variants:
     return Variants(base, patched)
 
 
-def run_variant(job, env: EngineEnv, out: Path, opts: ValidateOptions, progress: Progress) -> WorkerRun:
+def run_variant(job, env: EngineEnv, out: Path, opts: ValidateOptions, progress: Progress,
+                deadline: float | None = None) -> WorkerRun:
+    """One worker, under the per-worker timeout and what is left of the whole run's (--run-timeout)."""
     started = time.time()
-    run, reused = launch_cached(job, env, out, opts.timeout_s, reuse=opts.reuse)
+    timeout = opts.timeout_s if deadline is None else min(opts.timeout_s, deadline - started)
+    if timeout <= 0:
+        progress(f"run {env.name}: not started, the run's time budget is spent")
+        return WorkerRun(env.name, out, False, None, 0.0, "timeout",
+                         f"the run's time budget (--run-timeout {opts.run_timeout_s:g}s) was spent before this worker")
+    run, reused = launch_cached(job, env, out, timeout, reuse=opts.reuse)
     state = "ok" if run.ok else f"FAILED ({run.error_kind})"
     if reused:
         state += f", {reused}/{len(job.groups)} group(s) reused from cache"
@@ -238,7 +246,8 @@ def validate(opts: ValidateOptions, progress: Progress) -> tuple[ValidationRun, 
     if variants.patched is None:
         run_errors.append(Flag("ERROR:build", None, variants.build_error or "build failed"))
     else:
-        checks, run_errors = run_and_check(plan, variants, opts, out, profile, progress, stages)
+        deadline = t0 + opts.run_timeout_s if opts.run_timeout_s else None
+        checks, run_errors = run_and_check(plan, variants, opts, out, profile, progress, stages, deadline)
     if judges:  # kept whatever the headline: a reviewer must see it
         run_errors.append(Flag(EDITS_OWN_JUDGES, None, f"the patch edits its own judges: {', '.join(judges)} "
                                                         f"(engine tests / CI config); the verdict does not run them"))
@@ -262,14 +271,15 @@ def read_containment(worker_dir: Path) -> dict:
 
 
 def run_and_check(plan: Plan, variants: Variants, opts: ValidateOptions, out: Path, profile: dict[str, float],
-                  progress: Progress, stages: dict[str, float]) -> tuple[list[CheckResult], list[Flag]]:
+                  progress: Progress, stages: dict[str, float],
+                  deadline: float | None = None) -> tuple[list[CheckResult], list[Flag]]:
     since = time.time()
     job = engine_job(plan)
-    runs = {"base": run_variant(job, variants.base, out / "runs" / "base", opts, progress)}
+    runs = {"base": run_variant(job, variants.base, out / "runs" / "base", opts, progress, deadline)}
     if not runs["base"].ok:
         return [], [Flag("ERROR:base", None, f"the unpatched base engine failed, nothing can be judged: "
                                               f"{runs['base'].error}")]
-    runs["patched"] = run_variant(job, variants.patched, out / "runs" / "patched", opts, progress)
+    runs["patched"] = run_variant(job, variants.patched, out / "runs" / "patched", opts, progress, deadline)
     if not runs["patched"].ok:
         return [], [Flag("ERROR:run", None, f"patched engine failed where base ran ({runs['patched'].error_kind}): "
                                              f"{runs['patched'].error}")]
@@ -282,12 +292,12 @@ def run_and_check(plan: Plan, variants: Variants, opts: ValidateOptions, out: Pa
     for variant in ("base", "patched"):
         ref_job, id_map[variant] = reference_job(plan, runs[variant].results())
         references[variant] = run_variant(ref_job, replace(ref_env, name=f"reference-{variant}"),
-                                          out / "runs" / f"reference-{variant}", opts, progress)
+                                          out / "runs" / f"reference-{variant}", opts, progress, deadline)
     eval_job = reference_eval_job(plan)
     reference_eval = None
     if eval_job is not None:
         reference_eval = run_variant(eval_job, replace(ref_env, name="reference-eval"), out / "runs" / "reference-eval",
-                                     opts, progress)
+                                     opts, progress, deadline)
     stages["run"] = round(time.time() - since, 2)
     for ref_run in (*references.values(), reference_eval):
         if ref_run is not None and not ref_run.ok:

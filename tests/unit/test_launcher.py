@@ -102,3 +102,17 @@ def test_an_orphaned_worker_of_a_killed_harness_is_stopped_before_reuse(tmp_path
     stop_orphan(out)
     assert bystander.poll() is None
     bystander.kill()
+
+
+def test_a_spent_run_budget_starts_no_worker(tmp_path):
+    import time
+
+    from infercheck.pipeline import ValidateOptions, run_variant
+
+    env = fake_python(tmp_path, "touch started; echo '{\"state\": \"done\"}' > status.json")
+    opts = ValidateOptions(patch=tmp_path / "p.patch", run_timeout_s=5)
+    run = run_variant(job(), env, tmp_path / "out", opts, lambda m: None, deadline=time.time() - 1)
+    assert not run.ok and run.error_kind == "timeout" and "--run-timeout 5s" in run.error
+    assert not (tmp_path / "out" / "started").exists()
+    ok = run_variant(job(), env, tmp_path / "out2", opts, lambda m: None, deadline=time.time() + 30)
+    assert ok.ok and (tmp_path / "out2" / "started").exists()
