@@ -14,6 +14,7 @@ import os
 import resource
 import shutil
 import subprocess
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -55,16 +56,23 @@ class Containment:
 
 @functools.lru_cache(maxsize=1)
 def namespaces_refused() -> str | None:
-    """None when `unshare --net --mount` works here, else why not (probed once per process)."""
+    """None when the sandbox wrapper itself (namespaces, read-only and writable binds) works here,
+    else why not. Probed once per process with the real wrapper on scratch folders."""
     if shutil.which("unshare") is None or shutil.which("mount") is None:
         return "unshare/mount not installed"
-    try:
-        proc = subprocess.run(["unshare", *user_flag(), "--net", "--mount", "true"], capture_output=True, text=True,
-                              timeout=20)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"unshare failed: {exc}"
-    if proc.returncode != 0:
-        return f"unshare refused: {(proc.stderr.strip().splitlines() or ['exit ' + str(proc.returncode)])[-1]}"
+    with tempfile.TemporaryDirectory(prefix="infercheck-sandbox-probe-") as scratch:
+        ro, out = Path(scratch) / "ro", Path(scratch) / "out"
+        ro.mkdir()
+        out.mkdir()
+        cmd = ["unshare", *user_flag(), "--mount", "--net", "--", "sh", "-c", SANDBOX_SCRIPT, "sandbox", str(out),
+               str(ro), "--", "sh", "-c", f"touch {out}/ok && ! touch {ro}/no 2>/dev/null"]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"unshare failed: {exc}"
+        if proc.returncode != 0 or not (out / "ok").exists():
+            lines = proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"]
+            return f"sandbox refused: {lines[-1][:200]}"
     return None
 
 

@@ -73,3 +73,16 @@ def test_hub_tasks_keep_the_network(tmp_path, monkeypatch):
         assert "links=lo \n" not in (out / "probe.txt").read_text()  # the host's devices, not only loopback
     else:
         pytest.skip(f"namespaces refused here: {namespaces_refused()}")
+
+
+def test_without_namespaces_the_worker_still_runs_and_says_so(tmp_path, monkeypatch):
+    from infercheck.run import sandbox
+
+    monkeypatch.setenv("INFERCHECK_DEVICE", "cpu")
+    monkeypatch.setattr(sandbox, "namespaces_refused", lambda: "unshare refused: Operation not permitted")
+    out = tmp_path / "w"
+    run = launch(job(), probe_env(tmp_path), out, timeout_s=60)
+    record = json.loads((out / CONTAINMENT).read_text())
+    assert run.ok and "own=writable" in (out / "probe.txt").read_text()
+    assert record["network"] == "not isolated (unshare refused: Operation not permitted)" and record["notes"]
+    assert record["read_only"] == [] and "harness and cache writable" in describe(record)
