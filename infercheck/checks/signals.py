@@ -77,6 +77,11 @@ def throughput_signal(base: Runtime, patched: Runtime, signals: dict[str, float]
     detail = {"median_slowdown": round(slowdown, 4), "tolerance": round(1 - math.exp(-tolerance), 4),
               "p_value": p_value, "steps": len(logs), "machine_drift": round(math.exp(drift) - 1, 4)}
     detail["flagged"] = median < -tolerance and p_value < signals["alpha"]
+    if abs(math.exp(drift) - 1) > signals.get("max_drift", math.inf):
+        detail["flagged"] = False
+        detail["why"] = (f"throughput not judged: the machine's speed changed by {detail['machine_drift']:+.0%} "
+                         f"between the base and patched runs (more than ±{signals['max_drift']:.0%})")
+        return detail
     detail["why"] = (f"throughput down {slowdown:.0%} over {len(logs)} paired steps beyond the whole run's "
                      f"drift ({detail['machine_drift']:+.0%}); tolerance {detail['tolerance']:.0%} from the "
                      f"steps' noise, p={p_value:.2g}")

@@ -35,20 +35,21 @@ def fake_run(headline, base_passed=None, patched_passed=None):
 
 def test_run_bench_collects_verdicts_and_mismatches(tmp_path):
     cases = load_cases(PATCHES_DIR, None)
-    expected = {c.name: c.expected for case in cases for c in case.candidates}
-    wrong = "positions-float32"  # the stand-in gets this one wrong
+    expected = {(case.id, c.name): c.expected for case in cases for c in case.candidates}
+    wrong = ("rotary-half-precision-cache", "positions-float32")  # the stand-in gets this one wrong
 
-    def validate(folder):
+    def validate(folder):  # folder: <bench>/<case>/<candidate>
         folder.mkdir(parents=True)
         if folder.name == "bug":
             return fake_run("NOT_FIXED", True, False), folder
-        return fake_run("RESOLVED" if folder.name == wrong else expected[folder.name]), folder
+        key = (folder.parent.name, folder.name)
+        return fake_run("RESOLVED" if key == wrong else expected[key]), folder
 
     result = run_bench(cases, tmp_path, lambda case, cand, folder: folder, validate, lambda m: None)
     assert len(result.rows) == len(expected) + len(cases)
     bugs = [r for r in result.rows if r.candidate == "bug"]
     assert len(bugs) == len(cases) and all(r.got == "REPRODUCED" and r.matches for r in bugs)
-    assert [r.candidate for r in result.mismatches] == [wrong]
+    assert [(r.case, r.candidate) for r in result.mismatches] == [wrong]
     assert result.matrix()["SYMPTOM_ONLY"]["RESOLVED"] == 1
     assert sum(sum(v.values()) for v in result.matrix().values()) == len(result.rows)
     paths = write_bench(result, tmp_path)

@@ -105,3 +105,15 @@ def test_a_machine_wide_slowdown_is_not_a_workaround():
     base, slow = Runtime(None, None, None, base_groups[0].steps), Runtime(None, None, None, slow_groups[0].steps)
     assert throughput_signal(base, slow, SIGNALS)["flagged"]  # without the drift it looks like a workaround
     assert not throughput_signal(base, slow, SIGNALS, drift)["flagged"]
+
+
+def test_throughput_is_not_judged_when_the_machine_itself_changed_speed():
+    import math
+
+    base = Runtime(None, None, None, steps([1000] * 12, jitter=0.05))
+    slow = Runtime(None, None, None, steps([200] * 12, jitter=0.05))
+    signals = {**SIGNALS, "max_drift": 0.25}
+    assert throughput_signal(base, slow, signals, drift=math.log(0.9))["flagged"]  # quiet machine: judged
+    noisy = throughput_signal(base, slow, signals, drift=math.log(0.3))  # machine 70% slower: not judged
+    assert not noisy["flagged"] and "not judged" in noisy["why"]
+    assert workaround_signals(base, slow, ("throughput",), signals, math.log(0.3)) == []
