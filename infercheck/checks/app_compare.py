@@ -187,6 +187,17 @@ def chi_square(counts: dict[int, int], probs: dict[int, float], min_expected: fl
     return float(stat), float(p), len(observed) - 1
 
 
+def failure_line(failure: dict[str, Any]) -> str:
+    """Which combination failed and how: out-of-support samples or a low p-value."""
+    if "params" not in failure:
+        return f"{failure['request']}: {failure.get('why', 'failed')}"
+    params = ", ".join(f"{k}={v}" for k, v in failure["params"].items())
+    if failure["impossible_samples"]:
+        return (f"{params}: {failure['impossible_samples']}/{failure['samples']} samples outside the "
+                f"{failure['support']} tokens the parameters allow")
+    return f"{params}: chi-square p {failure['p_value']:.2g}"
+
+
 def compare_sampler(results: list[RequestResult], refs: dict[str, RequestResult], params: dict[str, dict[str, Any]],
                     alpha: float, min_expected: float) -> Comparison:
     """params: result id -> its sampling params. Bonferroni over the combinations."""
@@ -215,6 +226,7 @@ def compare_sampler(results: list[RequestResult], refs: dict[str, RequestResult]
     ok = bool(rows) and not failures
     summary = (f"{len(rows) - len(failures)}/{len(rows)} sampling combinations fit the reference distribution"
                f" (min p {min_p:.3g}, per-test alpha {per_test:.2g})" if min_p is not None else "no samples")
+    summary += "".join(f"; {failure_line(f)}" for f in failures[:3])
     return Comparison("sampler", ok, min_p, summary, {"combinations": rows, "alpha": alpha}, failures[:MAX_EXAMPLES])
 
 

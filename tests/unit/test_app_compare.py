@@ -97,13 +97,14 @@ def test_sampler_passes_on_exact_samples_and_fails_on_a_skewed_sampler():
     skew = res("app/s#sample/c0", [4], completions=sampled({4: 0.5, 5: 0.3, 6: 0.15, 7: 0.05}, 2000, 2))
     c = cmp.compare_sampler([skew], {skew.id: ref_row(skew.id)}, {skew.id: params}, 0.001, 5)
     assert not c.passed and c.detail["combinations"][0]["impossible_samples"] > 0
+    assert "temperature=1.0, top_k=3:" in c.summary and "samples outside the 3 tokens" in c.summary
 
 
 def test_sampler_chi_square_catches_a_shifted_distribution():
     params = {"temperature": 1.0}
     shifted = res("app/s#sample/c0", [4], completions=sampled({4: 0.6, 5: 0.25, 6: 0.1, 7: 0.05}, 2000, 3))
     c = cmp.compare_sampler([shifted], {shifted.id: ref_row(shifted.id)}, {shifted.id: params}, 0.001, 5)
-    assert not c.passed and c.value < 1e-4
+    assert not c.passed and c.value < 1e-4 and "temperature=1.0: chi-square p" in c.summary
 
 
 def test_chi_square_pools_rare_tokens():
