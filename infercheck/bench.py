@@ -63,6 +63,9 @@ class BenchResult:
     def matrix(self) -> dict[str, dict[str, int]]:
         return confusion(self.rows)
 
+    def labels(self) -> list[str]:
+        return verdict_labels(self.rows)
+
     def as_dict(self) -> dict[str, Any]:
         return {"wall_s": self.wall_s, "reuse": self.reuse, "quick": self.quick, "cases": self.cases,
                 "correct": len(self.rows) - len(self.mismatches), "total": len(self.rows),
@@ -79,9 +82,14 @@ def confusion(rows: list[BenchRow]) -> dict[str, dict[str, int]]:
     return out
 
 
+def verdict_labels(rows: list[BenchRow]) -> list[str]:
+    """Every verdict that appears, expected or got: the matrix's columns."""
+    return sorted({r.expected for r in rows} | {r.got for r in rows})
+
+
 def matrix_text(rows: list[BenchRow]) -> str:
     matrix = confusion(rows)
-    labels = sorted({r.expected for r in rows} | {r.got for r in rows})
+    labels = verdict_labels(rows)
     width = max([len(x) for x in labels] + [len("expected \\ got")])
     lines = [" ".join(["expected \\ got".ljust(width), *(x.rjust(len(x)) for x in labels)])]
     for exp in sorted(matrix):

@@ -160,6 +160,7 @@ def reference_job(plan: Plan, results: list[RequestResult]) -> tuple[Job, dict[s
     """
     groups: dict[str, Group] = {}
     id_map: dict[str, str] = {}
+    scored: set[str] = set()
     for result in results:
         spec = reference_spec(plan, result.id)
         if spec is None:
@@ -169,7 +170,8 @@ def reference_job(plan: Plan, results: list[RequestResult]) -> tuple[Job, dict[s
         name = f"reference:{result.group}:{Path(model).name}"
         group = groups.setdefault(name, Group(name, {}, [], model=model))
         ref_id = f"{result.group}/r{hashlib.sha256(key.encode()).hexdigest()[:16]}"
-        if ref_id not in {r.id for r in group.requests}:
+        if ref_id not in scored:
+            scored.add(ref_id)
             group.requests.append(Request(
                 id=ref_id, prompt_token_ids=result.prompt_ids, continuation_ids=result.output_ids,
                 candidate_ids=None if full else [[int(t) for t, _ in pos] for pos in result.logprobs or []],

@@ -64,10 +64,15 @@ def write_report(run: ValidationRun, out_dir: Path) -> dict[str, Path]:
     Everything is rendered before anything is written, so a rendering bug leaves no mixed report."""
     texts = {"results": _json(run.to_dict()), "verdict": _json(verdict_record(run)),
              "junit": render_junit(run), "summary": render_summary(run), "html": render_report(run)}
+    return write_texts(out_dir, {key: (REPORT_FILES[key], text) for key, text in texts.items()})
+
+
+def write_texts(out_dir: Path, texts: dict[str, tuple[str, str]]) -> dict[str, Path]:
+    """key -> (file name, text), each written atomically into out_dir; returns key -> path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {}
-    for key, text in texts.items():
-        paths[key] = out_dir / REPORT_FILES[key]
+    for key, (name, text) in texts.items():
+        paths[key] = out_dir / name
         atomic_write(paths[key], text)
     return paths
 
@@ -120,10 +125,5 @@ def write_bench(result: "BenchResult", out_dir: Path) -> dict[str, Path]:
     """bench.json and index.html (confusion matrix, one row per candidate linking to its report)."""
     from infercheck.report.html import render_bench
 
-    texts = {"bench.json": _json(result.as_dict()), REPORT_FILES["html"]: render_bench(result)}
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {}
-    for name, text in texts.items():
-        paths[name] = out_dir / name
-        atomic_write(paths[name], text)
-    return paths
+    return write_texts(out_dir, {"bench.json": ("bench.json", _json(result.as_dict())),
+                                 "index.html": (REPORT_FILES["html"], render_bench(result))})

@@ -64,7 +64,6 @@ def render_index(rows: list[dict[str, Any]]) -> str:
 
 def render_bench(result: Any) -> str:
     """The benchmark page: confusion matrix (expected × got) and one row per candidate."""
-    labels = sorted({r.expected for r in result.rows} | {r.got for r in result.rows})
     rows = [{**r.__dict__, "matches": r.matches, "href": f"{r.report}/index.html"} for r in result.rows]
-    return ENV.get_template("bench.html").render(result=result, labels=labels, matrix=result.matrix(), rows=rows,
+    return ENV.get_template("bench.html").render(result=result, labels=result.labels(), matrix=result.matrix(), rows=rows,
                                                  case_seconds=result.case_seconds())

@@ -53,20 +53,29 @@ def group_key(job: Job, group: Group, env: EngineEnv) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
-def rows_of(folder: Path, name: str, group: str) -> list[dict]:
-    return [r for r in read_jsonl(folder / name) if r.get("group" if name != GROUPS else "name") == group]
+def rows_by_group(folder: Path) -> dict[str, dict[str, list[dict]]]:
+    """A worker folder's rows, read once: file name -> group name -> rows."""
+    out: dict[str, dict[str, list[dict]]] = {}
+    for name in ROW_FILES:
+        key = "name" if name == GROUPS else "group"
+        for row in read_jsonl(folder / name):
+            out.setdefault(name, {}).setdefault(row.get(key), []).append(row)
+    return out
 
 
-def store_group(out_dir: Path, group: Group, entry: Path) -> None:
-    """Copy one finished group's rows from a run folder into its cache entry (atomically)."""
-    summary = rows_of(out_dir, GROUPS, group.name)
+def finished(rows: dict[str, dict[str, list[dict]]], group: str) -> bool:
+    return bool(rows.get(GROUPS, {}).get(group))
+
+
+def store_group(rows: dict[str, dict[str, list[dict]]], group: str, entry: Path) -> None:
+    """Copy one finished group's rows (rows_by_group of its run folder) into its cache entry, atomically."""
+    summary = rows.get(GROUPS, {}).get(group)
     if not summary or summary[0].get("error"):  # failures are not cached: a rerun may tell more
         return
     entry.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".tmp-"))
     for name in ROW_FILES:
-        rows = rows_of(out_dir, name, group.name)
-        (tmp / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (tmp / name).write_text("".join(json.dumps(r) + "\n" for r in rows.get(name, {}).get(group, [])))
     try:
         os.replace(tmp, entry)
     except OSError:  # another run stored the same entry first
@@ -99,10 +108,11 @@ def harvest(out_dir: Path, job: Job, entries: dict[str, Path], env: EngineEnv) -
     if engine != engine_record(env) or job_settings(previous) != job_settings(job):
         return  # another engine or model wrote this folder: its rows say nothing about this run
     wanted = {g.name: g for g in job.groups}
+    rows = rows_by_group(out_dir)
     for group in previous.groups:
         same = group.name in wanted and asdict(wanted[group.name]) == asdict(group)
-        if same and not (entries[group.name] / GROUPS).is_file() and rows_of(out_dir, GROUPS, group.name):
-            store_group(out_dir, group, entries[group.name])
+        if same and not (entries[group.name] / GROUPS).is_file() and finished(rows, group.name):
+            store_group(rows, group.name, entries[group.name])
 
 
 def launch_cached(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float,
@@ -118,9 +128,9 @@ def launch_cached(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float,
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / ENGINE).write_text(json.dumps(engine_record(env)))
         run = launch(replace(job, groups=todo), env, out_dir, timeout_s)
+        rows = rows_by_group(out_dir)
         for group in todo:
-            if rows_of(out_dir, GROUPS, group.name):
-                store_group(out_dir, group, entries[group.name])
+            store_group(rows, group.name, entries[group.name])
     else:
         out_dir.mkdir(parents=True, exist_ok=True)
         for name in (*ROW_FILES, STATUS):

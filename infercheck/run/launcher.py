@@ -113,11 +113,18 @@ def stop_orphan(out_dir: Path) -> None:
                 os.killpg(pid, sig)
             except ProcessLookupError:
                 break
-            for _ in range(50):
-                if not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z":
-                    break
+            deadline = time.time() + 5.0
+            while is_alive(pid) and time.time() < deadline:
                 time.sleep(0.1)
     (out_dir / WORKER_PID).unlink(missing_ok=True)
+
+
+def is_alive(pid: int) -> bool:
+    """Running (not gone, not a zombie waiting for its parent)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
 
 
 def kill_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:

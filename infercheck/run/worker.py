@@ -50,9 +50,15 @@ def write_status(out: Path, **status: Any) -> None:
     tmp.replace(out / STATUS)
 
 
+MEMORY_MESSAGE = ("an allocation was refused under the worker's address-space limit "
+                  "(INFERCHECK_WORKER_MEMORY_GB; see containment.json)")
+
+
 def one_line(exc: BaseException) -> str:
-    """An exception as one line: a multi-line message (pydantic's, say) keeps its lines, joined."""
-    lines = [line.strip() for line in f"{type(exc).__name__}: {exc}".splitlines() if line.strip()]
+    """An exception as one line: a multi-line message (pydantic's, say) keeps its lines, joined; a
+    bare MemoryError says where the limit comes from."""
+    text = str(exc) or (MEMORY_MESSAGE if isinstance(exc, MemoryError) else "")
+    lines = [line.strip() for line in f"{type(exc).__name__}: {text}".splitlines() if line.strip()]
     text = " | ".join(lines)
     return text if len(text) <= 500 else text[:497] + "..."
 
@@ -115,15 +121,10 @@ def main(argv: list[str] | None = None) -> int:
     except InfercheckError as exc:
         write_status(out, state="error", kind="bad_job", message=str(exc))
         return EXIT_HANDLED_ERROR
-    except MemoryError:
-        traceback.print_exc()
-        write_status(out, state="error", kind="memory",
-                     message="MemoryError: an allocation was refused under the worker's address-space limit "
-                             "(INFERCHECK_WORKER_MEMORY_GB; see containment.json)")
-        return EXIT_HANDLED_ERROR
     except Exception as exc:  # the harness turns this into one line; the trace stays in stderr
         traceback.print_exc()
-        write_status(out, state="error", kind="exception", message=one_line(exc))
+        kind = "memory" if isinstance(exc, MemoryError) else "exception"
+        write_status(out, state="error", kind=kind, message=one_line(exc))
         return EXIT_HANDLED_ERROR
     write_status(out, state="done", started=started, elapsed_s=round(time.time() - started, 3))
     return 0

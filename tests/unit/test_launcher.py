@@ -11,7 +11,7 @@ import pytest
 from infercheck.build.engine_env import EngineEnv
 from infercheck.errors import WorkerError
 from infercheck.run.job import Group, Job, Request, read_jsonl
-from infercheck.run.launcher import classify, launch
+from infercheck.run.launcher import classify, is_alive, launch
 
 
 def fake_python(tmp_path: Path, body: str) -> EngineEnv:
@@ -30,15 +30,7 @@ def test_timeout_kills_worker_and_its_children(tmp_path):
     run = launch(job(), env, tmp_path / "out", timeout_s=5)  # room for the sandbox set-up on a loaded machine
     assert not run.ok and run.error_kind == "timeout" and run.returncode is None
     child = int((tmp_path / "out" / "child.pid").read_text())
-    assert not is_running(child)
-
-
-def is_running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
+    assert not is_alive(child)
 
 
 def test_signal_death_is_a_crash_with_stderr_tail(tmp_path):
