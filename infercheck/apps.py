@@ -134,15 +134,27 @@ def _prompts(app: App, w: dict[str, Any]) -> list[AppSet]:
 
 
 def _shared_prefix(app: App, w: dict[str, Any]) -> list[AppSet]:
-    """Sub-agents: one shared prefix + distinct suffixes, all at once ("burst") and one at a time ("solo")."""
+    """Sub-agents: one shared prefix + context of their own (`own_lines` lines and 0-2 more) + a
+    task, all at once ("burst") and one at a time ("solo"); `set_engine_args` gives a set engine
+    args of its own (e.g. solo without prefix caching: the uncached answer). With `lead: true` a
+    lead agent (the prefix + its own task) runs first, so the burst starts from the lead's cached
+    prefix and each sub-agent's hit ends where its own context begins."""
     prefix = "".join(addition_lines(int(w.get("prefix_lines", 30)), seed=7))
     questions = addition.load_split(ADDITION / "test.jsonl")
-    count, max_tokens = int(w.get("requests", 16)), int(w.get("max_tokens", 8))
-    texts = [prefix + "".join(addition_lines(i % 3, seed=50 + i)) + questions[3 * i].question for i in range(count)]
-    make = lambda set_name, i, wave: Request(request_id(app.name, set_name, f"q{i:02d}"), prompt=texts[i],  # noqa: E731
-                                             sampling=greedy(max_tokens), logprobs=20, wave=wave)
-    return [AppSet("burst", [make("burst", i, 0) for i in range(count)]),
-            AppSet("solo", [make("solo", i, 1 + i) for i in range(count)])]
+    count, max_tokens, own = int(w.get("requests", 16)), int(w.get("max_tokens", 8)), int(w.get("own_lines", 0))
+    texts = [prefix + "".join(addition_lines(own + i % 3, seed=50 + i)) + questions[3 * i].question for i in range(count)]
+    make = lambda set_name, key, text, wave: Request(request_id(app.name, set_name, key), prompt=text,  # noqa: E731
+                                                     sampling=greedy(max_tokens), logprobs=20, wave=wave)
+    first = 1 if w.get("lead") else 0
+    args = w.get("set_engine_args") or {}
+    sets = [AppSet("burst", [make("burst", f"q{i:02d}", texts[i], first) for i in range(count)],
+                   dict(args.get("burst") or {})),
+            AppSet("solo", [make("solo", f"q{i:02d}", texts[i], first + 1 + i) for i in range(count)],
+                   dict(args.get("solo") or {}))]
+    if first:  # on the burst's engine: the lead's blocks are what the burst reuses
+        sets.append(AppSet("lead", [make("lead", "lead", prefix + questions[1].question, 0)],
+                           dict(args.get("burst") or {})))
+    return sets
 
 
 def _batch_mix(app: App, w: dict[str, Any]) -> list[AppSet]:
@@ -208,15 +220,19 @@ def _structured(app: App, w: dict[str, Any]) -> list[AppSet]:
 
 
 def _stop_n(app: App, w: dict[str, Any]) -> list[AppSet]:
-    """Greedy without and with stop strings (split across tokens), and n > 1 sampling with stops."""
+    """Greedy without and with stop strings (split across tokens), and n > 1 sampling with stops;
+    `include_stop_str_in_output: true` keeps the stop string in the stopped outputs."""
     prompts = build_prompts(w["prompts"])
     stops, max_tokens = list(w["stops"]), int(w.get("max_tokens", 24))
+    stopping: dict[str, Any] = {"stop": stops}
+    if w.get("include_stop_str_in_output"):
+        stopping["include_stop_str_in_output"] = True
     free = [Request(request_id(app.name, "free", p.id), prompt=p.text, sampling=greedy(max_tokens), logprobs=20)
             for p in prompts]
-    stopped = [Request(request_id(app.name, "stop", p.id), prompt=p.text, sampling=greedy(max_tokens, stop=stops))
+    stopped = [Request(request_id(app.name, "stop", p.id), prompt=p.text, sampling=greedy(max_tokens, **stopping))
                for p in prompts]
     n = [Request(request_id(app.name, "n", p.id), prompt=p.text,
-                 sampling={"n": int(w.get("n", 4)), "max_tokens": max_tokens, "temperature": 0.8, "stop": stops,
+                 sampling={"n": int(w.get("n", 4)), "max_tokens": max_tokens, "temperature": 0.8, **stopping,
                            "ignore_eos": True}) for p in prompts]
     return [AppSet("stop", [*free, *stopped, *n])]
 

@@ -25,10 +25,11 @@ def check_flags(check: CheckResult, has_symptom: bool) -> list[Flag]:
         elif flag == FLAG_SYMPTOM_FAILS and check.kind == "symptom":
             out.append(Flag("NOT_FIXED", check.name, f"{check.name}: the symptom still fails on patched ({check.criterion})"))
         elif flag == FLAG_REGRESSED:
-            out.append(Flag("COLLATERAL", check.name, f"{check.name}: passed on base, fails on patched ({check.criterion})"))
+            which = ", ".join(check.comparison.get("regressed") or []) or "it"
+            out.append(Flag("COLLATERAL", check.name, f"{check.name}: {which} passed on base, fails on patched ({check.criterion})"))
         elif flag == FLAG_NOT_RESTORED and check.affected and has_symptom:
-            out.append(Flag("SYMPTOM_ONLY", check.name,
-                            f"{check.name}: patched still differs from the reference in the affected area ({check.criterion})"))
+            how = "still fails" if check.kind == "app" else "still differs from the reference"
+            out.append(Flag("SYMPTOM_ONLY", check.name, f"{check.name}: patched {how} in the affected area ({check.criterion})"))
         elif flag == FLAG_WORKAROUND and has_symptom:
             out.append(Flag("WORKAROUND", check.name, f"{check.name}: {check.comparison.get('workaround', 'feature bypassed')}"))
         elif flag == FLAG_NOT_REPRODUCED and check.kind == "symptom":

@@ -34,7 +34,8 @@ def run_comparators(app: App, results: list[RequestResult], refs: dict[str, Requ
             out.append(cmp.compare_structured(results, refs, workload["schema"], profile["near_tie"]))
         elif name == "stop":
             out.append(cmp.compare_stop(results, list(workload["stops"]), int(workload.get("n", 4)),
-                                        int(workload.get("max_tokens", 24))))
+                                        int(workload.get("max_tokens", 24)),
+                                        bool(workload.get("include_stop_str_in_output"))))
     return out
 
 
@@ -69,8 +70,10 @@ def app_check(app: App, why: str, affected: bool, engine: dict[str, list[Request
             flags.append(FLAG_ERROR)  # the patched engine failed where base ran (DESIGN: ERROR:run)
         return CheckResult(app.check_name, "app", "failed comparators", criterion, affected, base, patched,
                            reference_observation(), flags, comparison, [], why)
-    if base.passed and not patched.passed:
+    regressed = regressed_comparators(comparisons["base"], comparisons["patched"])
+    if regressed:  # a comparator that held on base breaks, even where another failed on both
         flags.append(FLAG_REGRESSED)
+        comparison["regressed"] = regressed
     if not patched.passed:
         flags.append(FLAG_NOT_RESTORED)
     bypassed = workaround_signals(runtime["base"], runtime["patched"], app.record, signals, drift)
@@ -83,6 +86,13 @@ def app_check(app: App, why: str, affected: bool, engine: dict[str, list[Request
                 for c in comparisons[v] for e in c.examples][:6]
     return CheckResult(app.check_name, "app", "failed comparators", criterion, affected, base, patched,
                        reference_observation(), flags, comparison, examples, why)
+
+
+def regressed_comparators(base: list[cmp.Comparison], patched: list[cmp.Comparison]) -> list[str]:
+    """Comparators that pass on base and fail on patched: e.g. burst-vs-solo consistency broken by a
+    patch on an app whose reference comparison fails on both (the bug's own damage)."""
+    held = {c.comparator for c in base if c.passed}
+    return [c.comparator for c in patched if not c.passed and c.comparator in held]
 
 
 def reference_observation() -> Observation:

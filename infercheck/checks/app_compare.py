@@ -351,17 +351,23 @@ def compare_structured(results: list[RequestResult], refs: dict[str, RequestResu
 
 # ---- stop strings and n > 1 ----------------------------------------------------------------------
 
-def cut_at_stop(text: str, stops: list[str]) -> tuple[str, bool]:
-    hits = [i for i in (text.find(s) for s in stops) if i >= 0]
-    return (text[:min(hits)], True) if hits else (text, False)
+def cut_at_stop(text: str, stops: list[str], include: bool = False) -> tuple[str, bool]:
+    """The text a stopped request returns: generation ends at the stop string that completes first
+    (ties by list order), cut before it, or after it with include_stop_str_in_output."""
+    hits = [(i + len(s), i, s) for s in stops if (i := text.find(s)) >= 0]
+    if not hits:
+        return text, False
+    end, start, _ = min(hits, key=lambda h: h[0])
+    return (text[:end] if include else text[:start]), True
 
 
-def compare_stop(results: list[RequestResult], stops: list[str], n: int, max_tokens: int) -> Comparison:
+def compare_stop(results: list[RequestResult], stops: list[str], n: int, max_tokens: int,
+                 include: bool = False) -> Comparison:
     sets = by_set(results)
     free, stopped, sampled = sets.get("free", {}), sets.get("stop", {}), sets.get("n", {})
     problems, triggered = [], 0
     for key in sorted(free):
-        expected, hit = cut_at_stop(free[key].text, stops)
+        expected, hit = cut_at_stop(free[key].text, stops, include)
         got = stopped.get(key)
         triggered += hit
         want_reason = "stop" if hit else "length"
@@ -370,8 +376,7 @@ def compare_stop(results: list[RequestResult], stops: list[str], n: int, max_tok
                              "got": None if got is None else got.text, "got_finish": None if got is None else got.finish_reason})
     for key, r in sorted(sampled.items()):
         completions = r.completions or [{"ids": r.output_ids, "text": r.text, "finish_reason": r.finish_reason}]
-        bad = [c for c in completions if any(s in c["text"] for s in stops)
-               or (c["finish_reason"] == "length" and len(c["ids"]) != max_tokens)]
+        bad = [c for c in completions if not completion_stopped_right(c, stops, include, max_tokens)]
         if len(completions) != n or bad:
             problems.append({"key": key, "n": len(completions), "want_n": n,
                              "bad": [{"text": c["text"], "finish": c["finish_reason"]} for c in bad[:2]]})
@@ -380,3 +385,13 @@ def compare_stop(results: list[RequestResult], stops: list[str], n: int, max_tok
                f"a stop string occurred in {triggered}/{len(free)} free outputs")
     return Comparison("stop", ok, float(len(problems)), summary,
                       {"stop_triggered": triggered, "problems": len(problems)}, problems[:MAX_EXAMPLES])
+
+
+def completion_stopped_right(completion: dict[str, Any], stops: list[str], include: bool, max_tokens: int) -> bool:
+    """A sampled completion ends at its first stop string (kept only with `include`), or runs to
+    max_tokens without one."""
+    text = completion["text"]
+    cut, hit = cut_at_stop(text, stops, include)
+    if completion["finish_reason"] == "length":
+        return not hit and len(completion["ids"]) == max_tokens
+    return cut == text and hit == include

@@ -105,7 +105,9 @@ class Answer:
 
 
 def _names(checks: list[CheckResult]) -> str:
-    return ", ".join(c.name for c in checks)
+    """Check names; an app that regressed on some comparators names them ("app/x (consistency)")."""
+    return ", ".join(c.name + (f" ({', '.join(c.comparison['regressed'])})" if c.comparison.get("regressed") else "")
+                     for c in checks)
 
 
 def _with(checks: list[CheckResult], *codes: str) -> list[CheckResult]:
@@ -133,7 +135,8 @@ def _symptom(checks: list[CheckResult]) -> Answer:
 def _quality(checks: list[CheckResult], everything: list[CheckResult]) -> Answer:
     q = "Is quality restored?"
     if bad := _with(checks, FLAG_NOT_RESTORED):
-        return Answer(q, "bad", f"No: {_names(bad)} still differs from the reference.", checks)
+        how = "still fails on patched" if all(c.kind == "app" for c in bad) else "still differs from the reference"
+        return Answer(q, "bad", f"No: {_names(bad)} {how}.", checks)
     if bad := _errored(checks):
         return Answer(q, "bad", f"Unknown: {_names(bad)} could not run on patched.", checks)
     if bypass := _with(everything, FLAG_WORKAROUND):
@@ -145,7 +148,8 @@ def _quality(checks: list[CheckResult], everything: list[CheckResult]) -> Answer
         return Answer(q, "warn", "Not measured: no quality check covers the affected area.")
     if bad := [c for c in checks if c.patched.passed is False]:
         return Answer(q, "bad", f"No: {_names(bad)} fails on patched.", checks)
-    return Answer(q, "good", f"Yes: {_names(checks)} matches the reference.", checks)
+    how = "passes on patched" if all(c.kind == "app" for c in checks) else "matches the reference"
+    return Answer(q, "good", f"Yes: {_names(checks)} {how}.", checks)
 
 
 def _collateral(checks: list[CheckResult], everything: list[CheckResult]) -> Answer:

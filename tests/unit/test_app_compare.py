@@ -179,6 +179,26 @@ def test_stop_absent_means_whole_output_and_length():
     assert cmp.compare_stop([free, same, n_ok], ["+8"], 2, 4).passed
 
 
+
+def test_included_stop_string_ends_the_output_with_it():
+    free = res("app/s#free/p", [1] * 14, text="102\n80+88=168\n")
+    stops = ["=16", "+88="]  # "+88=" completes first (end 10) though "=16" starts later
+    assert cmp.cut_at_stop(free.text, stops, include=True) == ("102\n80+88=", True)
+    assert cmp.cut_at_stop(free.text, stops) == ("102\n80", True)
+    stop_ok = res("app/s#stop/p", [1] * 10, text="102\n80+88=", finish="stop")
+    n_ok = res("app/s#n/p", [1], completions=[{"ids": [1] * 5, "text": "9+88=", "finish_reason": "stop"},
+                                              {"ids": [1] * 24, "text": "1" * 24, "finish_reason": "length"}])
+    assert cmp.compare_stop([free, stop_ok, n_ok], stops, 2, 24, include=True).passed
+    # the split stop string never found: generation runs past it to max_tokens
+    missed = res("app/s#stop/p", [1] * 14, text=free.text, finish="length")
+    ran_on = res("app/s#n/p", [1], completions=[{"ids": [1] * 24, "text": "9+88=123\n" + "1" * 15,
+                                                 "finish_reason": "length"}] * 2)
+    c = cmp.compare_stop([free, missed, ran_on], stops, 2, 24, include=True)
+    assert not c.passed and c.value == 2.0
+    # the excluded-mode output is wrong in the included mode (the stop string must be kept)
+    assert not cmp.compare_stop([free, res("app/s#stop/p", [1] * 6, text="102\n80", finish="stop"), n_ok],
+                                stops, 2, 24, include=True).passed
+
 # ---- reference ----------------------------------------------------------------------------------
 
 def test_reference_comparator_fails_beyond_tolerance():

@@ -42,8 +42,10 @@ def test_apps_get_engine_groups_of_their_own_with_pinned_models():
     assert {"app:preemption:tight", "app:preemption:roomy"} <= set(names)
     assert names["app:preemption:tight"].engine_args["num_gpu_blocks_override"] == 12
     assert names["app:sliding-window:main"].model == "/models/tiny-sliding"
-    burst = names["app:subagent-burst:burst"]  # burst and solo share one engine, in waves
-    assert sorted({r.wave for r in burst.requests}) == list(range(17))
+    burst = names["app:subagent-burst:burst"]  # the lead (wave 0), then the burst, on one engine
+    assert sorted({r.wave for r in burst.requests}) == [0, 1] and len(burst.requests) == 17
+    solo = names["app:subagent-burst:solo"]  # one at a time on an engine without prefix caching
+    assert solo.engine_args["enable_prefix_caching"] is False and len({r.wave for r in solo.requests}) == 16
     assert Job.from_dict(__import__("json").loads(job.to_json())).groups[2].model == job.groups[2].model
 
 
@@ -123,3 +125,23 @@ def test_an_app_that_fails_on_patched_only_is_an_error_and_on_base_judges_nothin
     assert both.flags == [] and both.base.passed is None and "cannot judge" in both.comparison["note"]
     from infercheck.verdict import decide
     assert decide([check], [], has_symptom=True).headline == "ERROR:run"
+
+
+def test_a_comparator_that_held_on_base_regresses_even_when_another_fails_on_both():
+    """Burst-vs-solo consistency breaks on patched while the reference comparison fails on both
+    (the bug's own damage): still collateral, and named."""
+    from infercheck.verdict import check_flags
+
+    app = load_apps()["subagent-burst"]
+    refs = {"app/subagent-burst#burst/q00": res("r", [9], [[[9, -0.01]]]),
+            "app/subagent-burst#solo/q00": res("r", [9], [[[9, -0.01]]])}
+    runtime = {v: Runtime(1000.0, 0.8, 0, []) for v in ("base", "patched")}
+    check = app_check(app, "", False, {"base": burst_results(5), "patched": burst_results(7)},
+                      {"base": refs, "patched": refs}, runtime, {}, PROFILE, SIGNALS)
+    assert not check.base.passed and not check.patched.passed  # the reference fails on both
+    assert check.flags[0] == "regressed" and check.comparison["regressed"] == ["consistency"]
+    (flag,) = [f for f in check_flags(check, has_symptom=True) if f.code == "COLLATERAL"]
+    assert "consistency passed on base" in flag.message
+    both_bad = app_check(app, "", False, {"base": burst_results(7), "patched": burst_results(7)},
+                         {"base": refs, "patched": refs}, runtime, {}, PROFILE, SIGNALS)
+    assert "regressed" not in both_bad.flags and "regressed" not in both_bad.comparison
