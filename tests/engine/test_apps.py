@@ -44,8 +44,10 @@ def test_apps_record_what_they_exercise(all_apps_run):
     assert runtime["app/agent-multiturn"]["steps"] == 24
     assert runtime["app/subagent-burst"]["hit_rate"] > 0.5  # the shared prefix is computed once
     assert runtime["app/preemption"]["preemptions"] > 0  # the tiny KV cache really forces preemption
+    assert runtime["app/sliding-window-preemption"]["preemptions"] > 0  # also where the window frees blocks
     assert all(r["tokens_per_s"] and r["tokens_per_s"] > 0 for r in runtime.values())
-    stop = next(c for c in results["checks"] if c["name"] == "app/stop-and-n")
-    assert stop["base"]["detail"]["stop_detail"]["stop_triggered"] > 0  # stop strings actually occur
+    for name in ("app/stop-and-n", "app/stop-included"):
+        stop = next(c for c in results["checks"] if c["name"] == name)
+        assert stop["base"]["detail"]["stop_detail"]["stop_triggered"] > 0  # stop strings actually occur
     html = (out / "index.html").read_text()
     assert "app/agent-multiturn" in html and "named with --apps" in html
