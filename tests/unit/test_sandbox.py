@@ -86,3 +86,16 @@ def test_without_namespaces_the_worker_still_runs_and_says_so(tmp_path, monkeypa
     assert run.ok and "own=writable" in (out / "probe.txt").read_text()
     assert record["network"] == "not isolated (unshare refused: Operation not permitted)" and record["notes"]
     assert record["read_only"] == [] and "harness and cache writable" in describe(record)
+
+
+def test_worker_memory_setting_must_be_a_positive_number(monkeypatch):
+    from infercheck.errors import InfercheckError
+    from infercheck.run.sandbox import MEMORY_ENV, memory_limit
+
+    monkeypatch.setenv(MEMORY_ENV, "8")
+    assert memory_limit("cpu") == 8 * 1024**3
+    assert memory_limit("cuda") is None
+    for bad in ("lots", "-1", "0", "nan", "inf"):
+        monkeypatch.setenv(MEMORY_ENV, bad)
+        with pytest.raises(InfercheckError, match=MEMORY_ENV):
+            memory_limit("cpu")
