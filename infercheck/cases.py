@@ -29,6 +29,7 @@ class Case:
     candidates: tuple[Candidate, ...]
     suites: tuple[str, ...] = ()
     apps: tuple[str, ...] | None = None  # None: the neighbour map decides per candidate
+    area: str = ""  # the code area the bug lives in (one per case in the bundled benchmark)
 
     def candidate_for(self, patch: Path) -> Candidate | None:
         resolved = Path(patch).resolve()
@@ -53,4 +54,4 @@ def load_case(folder: Path) -> Case:
             raise InfercheckError(f"{folder / 'case.yaml'} names a missing file: {path}")
     return Case(str(data.get("id", folder.name)), folder, str(data.get("model", "tiny-llama-add")), base, symptom,
                 candidates, tuple(data.get("suites") or ()),
-                tuple(data["apps"]) if data.get("apps") is not None else None)
+                tuple(data["apps"]) if data.get("apps") is not None else None, str(data.get("area", "")))

@@ -20,6 +20,16 @@ def test_bundled_cases_load_and_the_quick_subset_covers_every_expected_verdict()
     assert quick == every, f"the quick subset misses {every - quick}"
 
 
+def test_every_bundled_case_has_the_three_fix_kinds_in_distinct_areas():
+    """The benchmark's contract: per case a root fix, a symptom-only fix or a workaround, and a fix
+    with collateral breakage; the cases cover distinct code areas."""
+    cases = load_cases(PATCHES_DIR, None)
+    assert len(cases) >= 8 and len({case.area for case in cases}) == len(cases)
+    for case in cases:
+        kinds = {c.expected for c in case.candidates}
+        assert "RESOLVED" in kinds and "COLLATERAL" in kinds and kinds & {"SYMPTOM_ONLY", "WORKAROUND"}, case.id
+
+
 def test_unknown_case_and_empty_root_are_refused(tmp_path):
     with pytest.raises(InfercheckError, match="unknown case"):
         load_cases(PATCHES_DIR, ["no-such-case"])
