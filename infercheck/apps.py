@@ -147,13 +147,11 @@ def _shared_prefix(app: App, w: dict[str, Any]) -> list[AppSet]:
                                                      sampling=greedy(max_tokens), logprobs=20, wave=wave)
     first = 1 if w.get("lead") else 0
     args = w.get("set_engine_args") or {}
-    sets = [AppSet("burst", [make("burst", f"q{i:02d}", texts[i], first) for i in range(count)],
-                   dict(args.get("burst") or {})),
-            AppSet("solo", [make("solo", f"q{i:02d}", texts[i], first + 1 + i) for i in range(count)],
-                   dict(args.get("solo") or {}))]
+    burst_args, solo_args = dict(args.get("burst") or {}), dict(args.get("solo") or {})
+    sets = [AppSet("burst", [make("burst", f"q{i:02d}", texts[i], first) for i in range(count)], burst_args),
+            AppSet("solo", [make("solo", f"q{i:02d}", texts[i], first + 1 + i) for i in range(count)], solo_args)]
     if first:  # on the burst's engine: the lead's blocks are what the burst reuses
-        sets.append(AppSet("lead", [make("lead", "lead", prefix + questions[1].question, 0)],
-                           dict(args.get("burst") or {})))
+        sets.append(AppSet("lead", [make("lead", "lead", prefix + questions[1].question, 0)], dict(burst_args)))
     return sets
 
 

@@ -354,10 +354,10 @@ def compare_structured(results: list[RequestResult], refs: dict[str, RequestResu
 def cut_at_stop(text: str, stops: list[str], include: bool = False) -> tuple[str, bool]:
     """The text a stopped request returns: generation ends at the stop string that completes first
     (ties by list order), cut before it, or after it with include_stop_str_in_output."""
-    hits = [(i + len(s), i, s) for s in stops if (i := text.find(s)) >= 0]
+    hits = [(i + len(s), i) for s in stops if (i := text.find(s)) >= 0]
     if not hits:
         return text, False
-    end, start, _ = min(hits, key=lambda h: h[0])
+    end, start = min(hits, key=lambda h: h[0])  # the first of equal ends: list order
     return (text[:end] if include else text[:start]), True
 
 

@@ -179,7 +179,6 @@ def test_stop_absent_means_whole_output_and_length():
     assert cmp.compare_stop([free, same, n_ok], ["+8"], 2, 4).passed
 
 
-
 def test_included_stop_string_ends_the_output_with_it():
     free = res("app/s#free/p", [1] * 14, text="102\n80+88=168\n")
     stops = ["=16", "+88="]  # "+88=" completes first (end 10) though "=16" starts later
@@ -198,6 +197,7 @@ def test_included_stop_string_ends_the_output_with_it():
     # the excluded-mode output is wrong in the included mode (the stop string must be kept)
     assert not cmp.compare_stop([free, res("app/s#stop/p", [1] * 6, text="102\n80", finish="stop"), n_ok],
                                 stops, 2, 24, include=True).passed
+
 
 # ---- reference ----------------------------------------------------------------------------------
 
