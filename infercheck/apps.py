@@ -3,7 +3,7 @@
 An app is engine args + a workload + comparators + what to record (throughput, prefix-cache hit
 rate, preemptions). Its workload is one of a few types (below); each type expands into request
 *sets* (e.g. "burst" and "solo") whose ids are `app/<name>#<set>/<key>`, so the comparators in
-checks/app_compare.py can pair the same key across sets. A set with its own engine args runs on
+checks/comparators.py can pair the same key across sets. A set with its own engine args runs on
 its own engine instance (e.g. the tiny KV cache of the preemption app).
 """
 
@@ -14,35 +14,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from infercheck.app_ids import PREFIX, request_id
+from infercheck.checks.comparators import REGISTRY
 from infercheck.errors import InfercheckError
 from infercheck.models import addition
 from infercheck.paths import SUITES_DIR
 from infercheck.prompts import ADDITION, build_prompts
 from infercheck.run.job import Request
-from infercheck.suites import read_yaml
+from infercheck.specs import App
+from infercheck.yamlio import parse_record, read_yaml
 
-PREFIX = "app/"
-COMPARATORS = ("reference", "consistency", "sampler", "seeded", "logprobs", "structured", "stop")
 RECORDS = ("throughput", "hit_rate", "preemptions")
-
-
-@dataclass(frozen=True)
-class App:
-    name: str  # "agent-multiturn" (its check is "app/agent-multiturn")
-    description: str
-    criterion: str
-    spec: dict[str, Any]
-    model: str | None = None  # a bundled model it is pinned to; None = the run's model
-    engine_args: dict[str, Any] = field(default_factory=dict)
-    compare: tuple[str, ...] = ()
-    record: tuple[str, ...] = ()
-
-    @property
-    def check_name(self) -> str:
-        return PREFIX + self.name
-
-    def options(self, comparator: str) -> dict[str, Any]:
-        return dict(self.spec.get(comparator) or {})
 
 
 @dataclass
@@ -54,35 +36,25 @@ class AppSet:
     engine_args: dict[str, Any] = field(default_factory=dict)  # over the app's own
 
 
-def request_id(app: str, set_name: str, key: str) -> str:
-    return f"{PREFIX}{app}#{set_name}/{key}"
-
-
-def parse_id(result_id: str) -> tuple[str, str, str] | None:
-    """(app, set, key) of an app request id (a session turn keeps its `.tNN` in the key)."""
-    if not result_id.startswith(PREFIX) or "#" not in result_id:
-        return None
-    app, rest = result_id[len(PREFIX):].split("#", 1)
-    set_name, _, key = rest.partition("/")
-    return app, set_name, key
+def load_app(path: Path) -> App:
+    """One app file; a comparator's options sit under its name (`consistency: {a: burst, b: solo}`)."""
+    data = read_yaml(path)
+    options = {k: data.pop(k) for k in list(data) if k in REGISTRY}
+    app = parse_record(App, {"name": path.stem, **data, "options": options}, path)
+    bad = [c for c in app.compare if c not in REGISTRY] + [r for r in app.record if r not in RECORDS]
+    if bad or not app.compare:
+        raise InfercheckError(f"{path}: unknown comparator/record {', '.join(bad)}" if bad
+                              else f"{path}: an app needs `compare` (one of {', '.join(REGISTRY)})")
+    if app.workload.get("type") not in WORKLOADS:
+        raise InfercheckError(f"{path}: workload.type must be one of {', '.join(WORKLOADS)}")
+    return app
 
 
 def load_apps(root: Path = SUITES_DIR / "apps") -> dict[str, App]:
     apps = {}
     for path in sorted(root.glob("*.yaml")):
-        data = read_yaml(path)
-        name = str(data.get("name", path.stem))
-        compare = tuple(data.get("compare") or ())
-        bad = [c for c in compare if c not in COMPARATORS] + [r for r in data.get("record") or [] if r not in RECORDS]
-        if bad or not compare:
-            raise InfercheckError(f"{path}: unknown comparator/record {', '.join(bad)}" if bad
-                                  else f"{path}: an app needs `compare` (one of {', '.join(COMPARATORS)})")
-        workload = data.get("workload") or {}
-        if workload.get("type") not in WORKLOADS:
-            raise InfercheckError(f"{path}: workload.type must be one of {', '.join(WORKLOADS)}")
-        apps[name] = App(name, str(data.get("description", "")), str(data.get("criterion", "")), data,
-                         data.get("model"), dict(data.get("engine_args") or {}), compare,
-                         tuple(data.get("record") or ()))
+        app = load_app(path)
+        apps[app.name] = app
     return apps
 
 
@@ -243,7 +215,7 @@ WORKLOADS: dict[str, Callable[[App, dict[str, Any]], list[AppSet]]] = {
 
 def app_sets(app: App) -> list[AppSet]:
     """The app's request sets, each with its full engine args (app's, then the set's own)."""
-    sets = WORKLOADS[app.spec["workload"]["type"]](app, app.spec["workload"])
+    sets = WORKLOADS[app.workload["type"]](app, app.workload)
     for s in sets:
         s.engine_args = {**app.engine_args, **s.engine_args}
     return sets

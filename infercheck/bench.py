@@ -14,9 +14,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from infercheck.cases import Candidate, Case, load_case
-from infercheck.checks.records import ValidationRun
 from infercheck.errors import InfercheckError
-from infercheck.pipeline import ValidateOptions
+from infercheck.names import CheckKind, Headline
+from infercheck.options import ValidateOptions
+from infercheck.records import ValidationRun
+from infercheck.report.files import REPORT_FILES, json_text, write_texts
+from infercheck.report.html import render_bench
 from infercheck.report.view import expected_matches
 
 Progress = Callable[[str], None]
@@ -124,9 +127,9 @@ def selected(case: Case, quick: bool, bug_checks: bool) -> list[Candidate]:
 
 def bug_outcome(run: ValidationRun) -> str:
     """REPRODUCED when the symptom check passes on the clean engine and fails with the bug."""
-    symptom = next((c for c in run.checks if c.kind == "symptom"), None)
+    symptom = next((c for c in run.checks if c.kind == CheckKind.SYMPTOM), None)
     if symptom is None:
-        return run.verdict.headline if run.verdict.headline.startswith("ERROR") else "NO_SYMPTOM_CHECK"
+        return run.verdict.headline if run.verdict.headline.startswith(Headline.ERROR) else "NO_SYMPTOM_CHECK"
     if not symptom.base.passed:
         return "FAILS_ON_CLEAN_ENGINE"
     return REPRODUCED if symptom.patched.passed is False else "NO_EFFECT"
@@ -164,3 +167,9 @@ def run_bench(cases: list[Case], out: Path, options: Callable[[Case, Candidate, 
                  f"in {row.elapsed_s:.0f}s")
         rows.append(row)
     return BenchResult(rows, round(time.time() - started, 1), reuse, quick, [c.id for c in cases])
+
+
+def write_bench(result: BenchResult, out_dir: Path) -> dict[str, Path]:
+    """bench.json and index.html (confusion matrix, one row per candidate linking to its report)."""
+    return write_texts(out_dir, {"bench.json": ("bench.json", json_text(result.as_dict())),
+                                 "index.html": (REPORT_FILES["html"], render_bench(result))})

@@ -7,51 +7,47 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from infercheck.errors import InfercheckError
-from infercheck.suites import read_yaml
+from infercheck.specs import Candidate, Case
+from infercheck.yamlio import parse_record, read_yaml
+
+__all__ = ["Candidate", "Case", "load_case"]
 
 
 @dataclass(frozen=True)
-class Candidate:
+class CandidateFile:
     name: str
-    patch: Path
+    patch: str
     expected: str
-    why: str  # one line: what measurement shows it
-    quick: bool = False  # in the fast subset `infercheck bench --quick` (and CI) runs
+    why: str = ""
+    quick: bool = False
 
 
 @dataclass(frozen=True)
-class Case:
-    id: str
-    folder: Path
-    model: str
-    base_patches: tuple[Path, ...]
-    symptom: Path | None
-    candidates: tuple[Candidate, ...]
-    suites: tuple[str, ...] = ()
-    apps: tuple[str, ...] | None = None  # None: the neighbour map decides per candidate
-    area: str = ""  # the code area the bug lives in (one per case in the bundled benchmark)
+class CaseFile:
+    """case.yaml as written; paths relative to the case folder."""
 
-    def candidate_for(self, patch: Path) -> Candidate | None:
-        resolved = Path(patch).resolve()
-        return next((c for c in self.candidates if c.patch.resolve() == resolved), None)
+    candidates: tuple[CandidateFile, ...]
+    id: str | None = None
+    model: str = "tiny-llama-add"
+    base_patches: tuple[str, ...] = ()
+    symptom: str | None = None
+    suites: tuple[str, ...] = ()
+    apps: tuple[str, ...] | None = None
+    area: str = ""
+    bug: str = ""
 
 
 def load_case(folder: Path) -> Case:
     folder = Path(folder)
-    if not (folder / "case.yaml").is_file():
+    path = folder / "case.yaml"
+    if not path.is_file():
         raise InfercheckError(f"not a case folder (no case.yaml): {folder}")
-    data = read_yaml(folder / "case.yaml")
-    try:
-        candidates = tuple(Candidate(c["name"], folder / c["patch"], c["expected"], c.get("why", ""),
-                                     bool(c.get("quick", False)))
-                           for c in data.get("candidates") or [])
-        symptom = folder / data["symptom"] if data.get("symptom") else None
-        base = tuple(folder / p for p in data.get("base_patches") or [])
-    except KeyError as exc:
-        raise InfercheckError(f"{folder / 'case.yaml'}: missing key {exc}") from None
-    for path in [*base, *(c.patch for c in candidates), *([symptom] if symptom else [])]:
-        if not path.is_file():
-            raise InfercheckError(f"{folder / 'case.yaml'} names a missing file: {path}")
-    return Case(str(data.get("id", folder.name)), folder, str(data.get("model", "tiny-llama-add")), base, symptom,
-                candidates, tuple(data.get("suites") or ()),
-                tuple(data["apps"]) if data.get("apps") is not None else None, str(data.get("area", "")))
+    spec = parse_record(CaseFile, read_yaml(path), path)
+    candidates = tuple(Candidate(c.name, folder / c.patch, c.expected, c.why, c.quick) for c in spec.candidates)
+    symptom = folder / spec.symptom if spec.symptom else None
+    base = tuple(folder / p for p in spec.base_patches)
+    for file in [*base, *(c.patch for c in candidates), *([symptom] if symptom else [])]:
+        if not file.is_file():
+            raise InfercheckError(f"{path} names a missing file: {file}")
+    return Case(spec.id or folder.name, folder, spec.model, base, symptom, candidates, spec.suites, spec.apps,
+                spec.area, spec.bug)

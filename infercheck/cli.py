@@ -3,28 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from infercheck.errors import InfercheckError, WorkerError
-
-
-def progress(message: str) -> None:
-    print(f"[infercheck] {message}", file=sys.stderr, flush=True)
-
-
-def parse_engine_arg(text: str) -> tuple[str, Any]:
-    """K=V; V is read as JSON when it parses (numbers, booleans, objects), else as a string."""
-    if "=" not in text:
-        raise InfercheckError(f"engine arg must be KEY=VALUE, got {text!r}")
-    key, raw = text.split("=", 1)
-    try:
-        return key.strip(), json.loads(raw)
-    except json.JSONDecodeError:
-        return key.strip(), raw
 
 
 def add_variant_options(p: argparse.ArgumentParser) -> None:
@@ -101,6 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="re-render a report folder from its stored results (no engine)")
     rep.add_argument("folder", type=Path)
 
+    reg = sub.add_parser("regrade", help="grade a run folder again from its stored worker results: checks, "
+                                         "verdict and report (no engine)")
+    reg.add_argument("folder", type=Path, metavar="RUN_DIR")
+    reg.add_argument("--json", action="store_true", help="print verdict.json to stdout")
+
     bench = sub.add_parser("bench", help="validate every bundled candidate; confusion matrix of expected vs got")
     bench.add_argument("root", type=Path, nargs="?", help="folder of cases (default: the bundled patches/)")
     bench.add_argument("--cases", help="comma-separated case ids (default: all)")
@@ -123,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         "models": commands.cmd_models, "doctor": commands.cmd_doctor, "build": commands.cmd_build,
         "run": commands.cmd_run, "parity": commands.cmd_parity, "demo": commands.cmd_demo,
         "validate": commands.cmd_validate, "report": commands.cmd_report, "neighbours": commands.cmd_neighbours,
-        "bench": commands.cmd_bench,
+        "bench": commands.cmd_bench, "regrade": commands.cmd_regrade,
     }
     started = time.time()
     try:

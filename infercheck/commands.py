@@ -15,7 +15,7 @@ from infercheck.build.builder import build_variant
 from infercheck.build.engine_env import EngineEnv, installed_env
 from infercheck.build.tree import engine_tree, find_installed_engine
 from infercheck.checks.parity import compare_greedy, summarize
-from infercheck.cli import parse_engine_arg, progress
+from infercheck.console import parse_engine_arg, progress
 from infercheck.device import detect_device
 from infercheck.errors import InfercheckError
 from infercheck.models import zoo
@@ -23,10 +23,12 @@ from infercheck.cases import load_case
 from infercheck.paths import PATCHES_DIR, SUITES_DIR, cache_dir, reports_dir
 from infercheck.neighbours import select_neighbours
 from infercheck.patch.intake import read_patch
-from infercheck.pipeline import ValidateOptions, validate
-from infercheck.report import render_from_dir, write_index
+from infercheck.options import ValidateOptions, load_options
+from infercheck.pipeline import regrade, validate
+from infercheck.report.files import render_from_dir, write_index
 from infercheck.plan import Workload
 from infercheck.prompts import Prompt
+from infercheck.records import ValidationRun
 from infercheck.run.job import Group, Job, Request
 from infercheck.run.launcher import launch
 
@@ -52,7 +54,8 @@ def variant_env(args: argparse.Namespace, name: str, device: str) -> EngineEnv:
     if not args.patch and args.engine_src is None:
         return installed_env(device)
     started = time.time()
-    env, applied = build_variant(engine_tree(args.engine_src), args.patch, name, device)
+    patches = [read_patch(Path(p)) for p in args.patch]
+    env, applied = build_variant(engine_tree(args.engine_src), patches, name, device)
     progress(f"build {name}: {env.strategy} ({len(applied.touched)} file(s) changed) in {time.time() - started:.1f}s")
     return env
 
@@ -185,8 +188,6 @@ def validate_options(args: argparse.Namespace) -> ValidateOptions:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     if getattr(args, "resume", None) is not None:
-        from infercheck.resume import load_options
-
         if args.patch is not None:
             raise InfercheckError("give either a patch or --resume RUN_DIR (a resumed run keeps its own options)")
         opts = load_options(args.resume)
@@ -196,13 +197,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
     else:
         opts = validate_options(args)
     run, folder = validate(opts, progress)
-    if args.json:
+    return print_verdict(run, folder, args.json)
+
+
+def print_verdict(run: ValidationRun, folder: Path, as_json: bool) -> int:
+    """verdict.json (with --json), the headline and every flag; returns the verdict's exit code."""
+    if as_json:
         print((folder / "verdict.json").read_text())
     expected = f" (expected {run.expected})" if run.expected else ""
     print(f"{run.verdict.headline}{expected}: {folder / 'index.html'}")
     for flag in run.verdict.flags:
         print(f"  {flag.code}: {flag.message}")
     return run.verdict.exit_code
+
+
+def cmd_regrade(args: argparse.Namespace) -> int:
+    """Grade, verdict and report again from a run folder's stored worker results (no engine)."""
+    run, folder = regrade(args.folder)
+    return print_verdict(run, folder, args.json)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -241,8 +253,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Validate the bundled candidates, print the confusion matrix and timings, write the bench page."""
-    from infercheck.bench import BUG, load_cases, matrix_text, run_bench
-    from infercheck.report.files import write_bench
+    from infercheck.bench import BUG, load_cases, matrix_text, run_bench, write_bench
 
     cases = load_cases(args.root or PATCHES_DIR, [c.strip() for c in args.cases.split(",") if c.strip()]
                        if args.cases else None)

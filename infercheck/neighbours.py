@@ -5,14 +5,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from infercheck.apps import load_apps, select_apps
 from infercheck.errors import InfercheckError
 from infercheck.paths import SUITES_DIR
-from infercheck.suites import read_yaml
-
-if TYPE_CHECKING:
-    from infercheck.apps import App
+from infercheck.specs import App
+from infercheck.yamlio import read_yaml
 
 
 @dataclass
@@ -72,11 +70,9 @@ def select_neighbours(touched: list[str], path: Path = SUITES_DIR / "neighbours.
 
 
 def choose_apps(touched: list[str], requested: list[str] | None,
-                symptom_app: str | None = None) -> tuple[list["App"], dict[str, str]]:
+                symptom_app: str | None = None) -> tuple[list[App], dict[str, str]]:
     """The apps a validate runs, with why: the symptom's own app (kind `app`) first, then named ones
     (`all`, `none`, or names), else the neighbour map's selection for the touched files."""
-    from infercheck.apps import load_apps
-
     apps, reasons = chosen_apps(touched, requested)
     if symptom_app is not None:
         apps = [load_apps()[symptom_app]] + [a for a in apps if a.name != symptom_app]
@@ -84,9 +80,7 @@ def choose_apps(touched: list[str], requested: list[str] | None,
     return apps, reasons
 
 
-def chosen_apps(touched: list[str], requested: list[str] | None) -> tuple[list["App"], dict[str, str]]:
-    from infercheck.apps import load_apps, select_apps
-
+def chosen_apps(touched: list[str], requested: list[str] | None) -> tuple[list[App], dict[str, str]]:
     if requested is not None:
         names = [n for r in requested for n in r.split(",") if n.strip()]
         if names == ["none"]:

@@ -17,14 +17,18 @@ from typing import Any, Callable
 
 import yaml
 
-from infercheck.apps import App, AppSet, app_sets, parse_id
+from infercheck.app_ids import app_of
+from infercheck.models import zoo
+from infercheck.apps import AppSet, app_sets
+from infercheck.checks.comparators import needs_full_distributions, needs_reference
+from infercheck.intake import Intake
+from infercheck.names import PROMPTLESS_SYMPTOMS, SuiteKind
 from infercheck.paths import SUITES_DIR
 from infercheck.prompts import Prompt, build_prompts
 from infercheck.run.job import Group, Job, LmEvalTask, Request, RequestResult
-from infercheck.suites import PROMPTLESS_SYMPTOMS, Suite, SymptomSpec
+from infercheck.specs import DEFAULT_TOP_K, App, Suite, SymptomSpec
 
 SYMPTOM = "symptom"
-DEFAULT_TOP_K = 20
 
 
 @dataclass
@@ -64,19 +68,35 @@ class Plan:
         return {app.name: app_sets(app) for app in self.apps}
 
     def accuracy_suites(self) -> list[Suite]:
-        return [s for s in self.suites if s.kind == "accuracy"]
+        return [s for s in self.suites if s.kind == SuiteKind.ACCURACY]
 
     def parity_suites(self) -> list[Suite]:
-        return [s for s in self.suites if s.kind == "parity"]
+        return [s for s in self.suites if s.kind == SuiteKind.PARITY]
+
+    def prompts(self) -> dict[str, Prompt]:
+        """Engine request id -> its prompt, for every generation workload."""
+        return {w.request_id(p): p for w in self.workloads for p in w.prompts}
+
+    def reported_prompts(self) -> list[str]:
+        return [p.text for w in self.workloads if w.name == SYMPTOM for p in w.prompts]
+
+    def sampling_params(self) -> dict[str, dict[str, Any]]:
+        """App request id -> its sampling params."""
+        return {r.id: r.sampling for sets in self.app_sets().values() for s in sets for r in s.requests}
+
+
+def plan_for(found: Intake, inputs_dir: Path | None = None) -> Plan:
+    """Stage 2: the plan for an intake (lm-eval tasks staged into inputs_dir when given)."""
+    return make_plan(str(found.model_dir), found.model_name, found.opts.dtype, found.suites, found.symptom,
+                     inputs_dir, found.apps, found.app_reasons, zoo.model_dir)
 
 
 def make_plan(model: str, model_name: str, dtype: str, suites: list[Suite], symptom: SymptomSpec | None,
               inputs_dir: Path | None = None, apps: list[App] | None = None,
               app_reasons: dict[str, str] | None = None, model_dir: Callable[[str], Path] | None = None) -> Plan:
     """The plan; lm-eval tasks are staged into inputs_dir when given (else later, by stage_plan)."""
-    workloads = [Workload(s.name, dict(s.spec.get("engine_args") or {}), build_prompts(s.spec["prompts"]),
-                          int(s.spec.get("max_tokens", 8)), int(s.spec.get("top_k", DEFAULT_TOP_K)))
-                 for s in suites if s.kind == "parity"]
+    workloads = [Workload(s.name, dict(s.engine_args), build_prompts(s.prompts), s.max_tokens, s.top_k)
+                 for s in suites if s.kind == SuiteKind.PARITY]
     if symptom is not None and symptom.kind not in PROMPTLESS_SYMPTOMS:
         workloads.append(Workload(SYMPTOM, dict(symptom.engine_args), build_prompts(symptom.prompts),
                                   symptom.max_tokens, DEFAULT_TOP_K, dict(symptom.sampling)))
@@ -106,9 +126,8 @@ def stage_tasks(suites: list[Suite], inputs_dir: Path) -> list[LmEvalTask]:
             shutil.copyfile(SUITES_DIR / rel, target)
             files[split] = str(target)
         (tasks_dir / src.name).write_text(yaml.safe_dump(spec, sort_keys=False))
-    return [LmEvalTask(name=s.spec["task"], label=s.name, include_path=str(tasks_dir), metrics=[s.spec["metric"]],
-                       limit=s.spec.get("limit"), num_fewshot=s.spec.get("num_fewshot"),
-                       include_defaults=s.standard) for s in suites]
+    return [LmEvalTask(name=s.task, label=s.name, include_path=str(tasks_dir), metrics=[s.metric], limit=s.limit,
+                       num_fewshot=s.num_fewshot, include_defaults=s.standard) for s in suites]
 
 
 def engine_job(plan: Plan, backend: str = "vllm") -> Job:
@@ -130,25 +149,23 @@ def engine_job(plan: Plan, backend: str = "vllm") -> Job:
     return Job(backend, plan.model, plan.dtype, [*groups.values(), *app_groups.values()])
 
 
-# Comparators that need the reference's view of an app's outputs; those needing full distributions.
-REFERENCE_COMPARATORS = {"reference", "sampler", "logprobs", "structured"}
-FULL_DISTRIBUTION_COMPARATORS = {"sampler", "logprobs", "structured"}
-
-
 def reference_spec(plan: Plan, result_id: str) -> tuple[str, bool] | None:
-    """(model folder, full distributions?) to score a result with, or None when no check needs it."""
-    parsed = parse_id(result_id)
-    if parsed is None:
+    """(model folder, full distributions?) to score a result with, or None when no check needs it
+    (the comparator registry says which app comparators need the reference, and how much of it)."""
+    name = app_of(result_id)
+    if name is None:
         return plan.model, False
-    app = next((a for a in plan.apps if a.name == parsed[0]), None)
-    if app is None or not REFERENCE_COMPARATORS & set(app.compare):
+    app = next((a for a in plan.apps if a.name == name), None)
+    if app is None or not needs_reference(app.compare):
         return None
-    return plan.app_models[app.name], bool(FULL_DISTRIBUTION_COMPARATORS & set(app.compare))
+    return plan.app_models[app.name], needs_full_distributions(app.compare)
 
 
 def scoring_key(result: RequestResult, model: str, full: bool) -> str:
+    """What a reference scoring depends on; the model by name, so a run folder read on another
+    checkout (regrade of a recorded run) pairs its rows the same way."""
     candidates = [] if full else [[int(t) for t, _ in pos] for pos in result.logprobs or []]
-    return json.dumps([model, full, result.prompt_ids, result.output_ids, candidates])
+    return json.dumps([Path(model).name, full, result.prompt_ids, result.output_ids, candidates])
 
 
 def reference_job(plan: Plan, results: list[RequestResult]) -> tuple[Job, dict[str, str]]:

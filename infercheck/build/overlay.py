@@ -19,7 +19,7 @@ from pathlib import Path
 from infercheck.build.engine_env import EngineEnv, default_engine_vars
 from infercheck.build.tree import PACKAGE, InstalledEngine, run_git, run_git_bytes
 from infercheck.locks import file_lock
-from infercheck.patch.apply import AppliedTree
+from infercheck.build.apply import AppliedTree
 from infercheck.paths import cache_dir
 
 READY = "overlay.json"

@@ -16,7 +16,7 @@ from infercheck.build.engine_env import EngineEnv, default_engine_vars
 from infercheck.build.tree import run_git_bytes
 from infercheck.errors import BuildError
 from infercheck.locks import file_lock
-from infercheck.patch.apply import AppliedTree
+from infercheck.build.apply import AppliedTree
 from infercheck.paths import cache_dir
 
 BUILD_TIMEOUT_S = 4 * 3600

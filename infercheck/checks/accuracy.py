@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from infercheck.checks.records import (FLAG_NOT_RESTORED, FLAG_REGRESSED, FLAG_UNDERPOWERED, CheckResult,
-                                       Observation)
 from infercheck.checks.stats import compare_paired, wilson_interval
+from infercheck.names import CheckFlag, CheckKind, Variant
+from infercheck.payloads import AccuracyPayload
+from infercheck.records import CheckResult, Observation
 
 ALPHA = 0.05
 
@@ -17,7 +18,7 @@ def per_sample(rows: list[dict[str, Any]], suite: str, metric: str) -> dict[int,
             if r.get("suite") == suite and metric in r.get("metrics", {})}
 
 
-def observe(variant: str, values: list[int]) -> Observation:
+def observe(variant: Variant, values: list[int]) -> Observation:
     n, right = len(values), sum(values)
     return Observation(variant, right / n if n else None, None, wilson_interval(right, n), n)
 
@@ -25,32 +26,31 @@ def observe(variant: str, values: list[int]) -> Observation:
 def accuracy_check(suite: str, metric: str, tolerance: float, samples: dict[str, dict[int, int]],
                    affected: bool, why: str = "") -> CheckResult:
     """Base vs patched (regression) and patched vs reference (restored), paired on common samples."""
-    common = sorted(set(samples["base"]) & set(samples["patched"]) & set(samples["reference"]))
-    vec = {v: [samples[v][d] for d in common] for v in ("base", "patched", "reference")}
-    obs = {v: observe(v, vec[v]) for v in vec}
-    flags: list[str] = []
-    comparison: dict[str, Any] = {"tolerance": tolerance, "paired_samples": len(common)}
+    common = sorted(set(samples[Variant.BASE]) & set(samples[Variant.PATCHED]) & set(samples[Variant.REFERENCE]))
+    vec = {v: [samples[v][d] for d in common] for v in Variant}
+    obs = {v: observe(v, vec[v]) for v in Variant}
+    base, patched, reference = obs[Variant.BASE], obs[Variant.PATCHED], obs[Variant.REFERENCE]
+    flags: list[CheckFlag] = []
     if not common:
-        return CheckResult(suite, "accuracy", metric, "no common samples", affected, obs["base"], obs["patched"],
-                           obs["reference"], [FLAG_UNDERPOWERED], comparison, [], why)
-    base_vs_patched = compare_paired(vec["base"], vec["patched"], tolerance)
-    ref_vs_base = compare_paired(vec["reference"], vec["base"], tolerance)
-    ref_vs_patched = compare_paired(vec["reference"], vec["patched"], tolerance)
-    obs["base"].passed = not ref_vs_base.regression
-    obs["patched"].passed = not ref_vs_patched.regression
-    obs["reference"].passed = True
-    if obs["base"].passed and base_vs_patched.regression:
-        flags.append(FLAG_REGRESSED)
-    if not obs["patched"].passed:
-        flags.append(FLAG_NOT_RESTORED)
+        return CheckResult(suite, CheckKind.ACCURACY, metric, "no common samples", affected, base, patched,
+                           reference, [CheckFlag.UNDERPOWERED], AccuracyPayload(tolerance, 0), [], why)
+    base_vs_patched = compare_paired(vec[Variant.BASE], vec[Variant.PATCHED], tolerance)
+    ref_vs_base = compare_paired(vec[Variant.REFERENCE], vec[Variant.BASE], tolerance)
+    ref_vs_patched = compare_paired(vec[Variant.REFERENCE], vec[Variant.PATCHED], tolerance)
+    base.passed = not ref_vs_base.regression
+    patched.passed = not ref_vs_patched.regression
+    reference.passed = True
+    if base.passed and base_vs_patched.regression:
+        flags.append(CheckFlag.REGRESSED)
+    if not patched.passed:
+        flags.append(CheckFlag.NOT_RESTORED)
     # A comparison with a significant difference (either way) is decided whatever its power; an
     # undecided one whose minimum detectable effect exceeds the tolerance cannot rule a drop out.
     undecided = [c for c in (base_vs_patched, ref_vs_patched) if c.p_value >= ALPHA]
     if any(c.underpowered for c in undecided):
-        flags.append(FLAG_UNDERPOWERED)
-    comparison.update({"base_vs_patched": base_vs_patched.to_dict(), "reference_vs_patched": ref_vs_patched.to_dict(),
-                       "reference_vs_base": ref_vs_base.to_dict()})
+        flags.append(CheckFlag.UNDERPOWERED)
+    payload = AccuracyPayload(tolerance, len(common), base_vs_patched, ref_vs_patched, ref_vs_base)
     criterion = (f"{metric}: not significantly (McNemar p < 0.05) below the reference by more than {tolerance:g}; "
                  f"a significant drop of more than {tolerance:g} from base is a regression")
-    return CheckResult(suite, "accuracy", metric, criterion, affected, obs["base"], obs["patched"], obs["reference"],
-                       flags, comparison, [], why)
+    return CheckResult(suite, CheckKind.ACCURACY, metric, criterion, affected, base, patched, reference, flags,
+                       payload, [], why)

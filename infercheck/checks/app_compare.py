@@ -10,24 +10,14 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
-from infercheck.apps import parse_id
+from infercheck.app_ids import parse_id
 from infercheck.checks.parity import parity_stats, teacher_forced, within_tolerance
+from infercheck.payloads import Comparison
 from infercheck.run.job import RequestResult
 
 MAX_EXAMPLES = 3
-
-
-@dataclass
-class Comparison:
-    comparator: str
-    passed: bool
-    value: float | None  # the headline number (max KL, mismatches, min p-value, ...)
-    summary: str
-    detail: dict[str, Any] = field(default_factory=dict)
-    examples: list[dict[str, Any]] = field(default_factory=list)
 
 
 def by_set(results: list[RequestResult]) -> dict[str, dict[str, RequestResult]]:
@@ -54,7 +44,7 @@ def compare_reference(results: list[RequestResult], refs: dict[str, RequestResul
     detail = {"max_kl": stats.max_kl, "mean_kl": stats.mean_kl, "max_abs_dlogprob": stats.max_abs_dlogprob,
               "top1_agreement": stats.top1_agreement, "diverged": stats.diverged_requests[:MAX_EXAMPLES]}
     if reasons:
-        detail["failed_on"] = "; ".join(reasons)
+        detail["failed_on"] = reasons
     return Comparison("reference", ok, stats.max_kl, summary, detail)
 
 

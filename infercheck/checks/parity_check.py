@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from infercheck.checks.parity import ParityStats, RequestParity, parity_stats, teacher_forced, within_tolerance
-from infercheck.checks.records import FLAG_NOT_RESTORED, FLAG_REGRESSED, CheckResult, Observation
+from infercheck.names import ENGINE_VARIANTS, CheckFlag, CheckKind, Variant
+from infercheck.payloads import ParityDetail, ParityPayload, ReferenceDetail
+from infercheck.records import CheckResult, Observation
 from infercheck.run.job import RequestResult
 
 MAX_EXAMPLES = 3
@@ -15,12 +17,10 @@ def criterion_text(profile: dict[str, float]) -> str:
             f"(near ties within {profile['near_tie']:g} nats allowed)")
 
 
-def observe(variant: str, stats: ParityStats, profile: dict[str, float]) -> Observation:
+def observe(variant: Variant, stats: ParityStats, profile: dict[str, float]) -> Observation:
     ok, reasons = within_tolerance(stats, profile)
-    detail = {k: v for k, v in stats.to_dict().items() if k not in ("max_kl", "diverged_requests")}
-    detail["diverged_requests"] = len(stats.diverged_requests)
-    if reasons:
-        detail["failed_on"] = "; ".join(reasons)
+    detail = ParityDetail(stats.positions, stats.mean_kl, stats.p99_kl, stats.top1_agreement, stats.near_ties,
+                          stats.max_abs_dlogprob, stats.first_divergence, len(stats.diverged_requests), reasons)
     return Observation(variant, stats.max_kl, ok, None, stats.positions, detail)
 
 
@@ -47,22 +47,23 @@ def divergence_examples(variant: str, rows: list[RequestParity], results: dict[s
     return examples
 
 
-def parity_check(name: str, kind: str, engine: dict[str, list[RequestResult]],
+def parity_check(name: str, kind: CheckKind, engine: dict[str, list[RequestResult]],
                  references: dict[str, dict[str, RequestResult]], profile: dict[str, float], affected: bool,
                  prompts: dict[str, str], why: str = "") -> CheckResult:
     """engine: variant -> results; references: variant -> {engine request id: reference scoring}."""
     observations, examples = {}, []
-    for variant in ("base", "patched"):
+    for variant in ENGINE_VARIANTS:
         rows = teacher_forced(engine[variant], references[variant], profile["near_tie"])
         observations[variant] = observe(variant, parity_stats(rows), profile)
         by_id = {r.id: r for r in engine[variant]}
         examples += divergence_examples(variant, rows, by_id, references[variant], prompts)
-    base, patched = observations["base"], observations["patched"]
+    base, patched = observations[Variant.BASE], observations[Variant.PATCHED]
     flags = []
     if base.passed and not patched.passed:
-        flags.append(FLAG_REGRESSED)
+        flags.append(CheckFlag.REGRESSED)
     if not patched.passed:
-        flags.append(FLAG_NOT_RESTORED)
-    reference = Observation("reference", 0.0, True, None, patched.n, {"role": "HF transformers float32, ground truth"})
+        flags.append(CheckFlag.NOT_RESTORED)
+    reference = Observation(Variant.REFERENCE, 0.0, True, None, patched.n,
+                            ReferenceDetail("HF transformers float32, ground truth"))
     return CheckResult(name, kind, "max_kl", criterion_text(profile), affected, base, patched, reference, flags,
-                       {"profile": profile}, examples, why)
+                       ParityPayload(dict(profile)), examples, why)

@@ -8,6 +8,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from infercheck.payloads import RuntimeRecord, ThroughputSignal
 from infercheck.run.job import GroupResult
 
 HITS, QUERIES, PREEMPTIONS = "vllm:prefix_cache_hits", "vllm:prefix_cache_queries", "vllm:num_preemptions"
@@ -23,9 +24,8 @@ class Runtime:
     steps: list[dict[str, Any]]
     error: str | None = None  # an app engine that failed (GroupResult.error of its isolated group)
 
-    def as_detail(self) -> dict[str, Any]:
-        return {"tokens_per_s": self.tokens_per_s, "hit_rate": self.hit_rate, "preemptions": self.preemptions,
-                "steps": len(self.steps)}
+    def record(self) -> RuntimeRecord:
+        return RuntimeRecord(self.tokens_per_s, self.hit_rate, self.preemptions, len(self.steps))
 
 
 def runtime_of(groups: list[GroupResult]) -> Runtime:
@@ -61,7 +61,7 @@ def machine_drift(base: list[GroupResult], patched: list[GroupResult]) -> float:
 
 
 def throughput_signal(base: Runtime, patched: Runtime, signals: dict[str, float],
-                      drift: float = 0.0) -> dict[str, Any] | None:
+                      drift: float = 0.0) -> ThroughputSignal | None:
     """Slowdown of the same steps on patched vs base beyond the machine's drift, against a
     tolerance from the steps' own noise."""
     from scipy.stats import wilcoxon
@@ -74,18 +74,18 @@ def throughput_signal(base: Runtime, patched: Runtime, signals: dict[str, float]
     tolerance = max(-math.log(1 - signals["throughput_floor"]), signals["noise_factor"] * 1.4826 * mad)
     p_value = float(wilcoxon(logs, alternative="less").pvalue) if any(logs) else 1.0
     slowdown = 1 - math.exp(median)
-    detail = {"median_slowdown": round(slowdown, 4), "tolerance": round(1 - math.exp(-tolerance), 4),
-              "p_value": p_value, "steps": len(logs), "machine_drift": round(math.exp(drift) - 1, 4)}
-    detail["flagged"] = median < -tolerance and p_value < signals["alpha"]
+    drift_fraction = round(math.exp(drift) - 1, 4)
+    flagged = median < -tolerance and p_value < signals["alpha"]
     if abs(math.exp(drift) - 1) > signals.get("max_drift", math.inf):
-        detail["flagged"] = False
-        detail["why"] = (f"throughput not judged: the machine's speed changed by {detail['machine_drift']:+.0%} "
-                         f"between the base and patched runs (more than ±{signals['max_drift']:.0%})")
-        return detail
-    detail["why"] = (f"throughput down {slowdown:.0%} over {len(logs)} paired steps beyond the whole run's "
-                     f"drift ({detail['machine_drift']:+.0%}); tolerance {detail['tolerance']:.0%} from the "
-                     f"steps' noise, p={p_value:.2g}")
-    return detail
+        flagged = False
+        why = (f"throughput not judged: the machine's speed changed by {drift_fraction:+.0%} "
+               f"between the base and patched runs (more than ±{signals['max_drift']:.0%})")
+    else:
+        why = (f"throughput down {slowdown:.0%} over {len(logs)} paired steps beyond the whole run's "
+               f"drift ({drift_fraction:+.0%}); tolerance {1 - math.exp(-tolerance):.0%} from the "
+               f"steps' noise, p={p_value:.2g}")
+    return ThroughputSignal(round(slowdown, 4), round(1 - math.exp(-tolerance), 4), p_value, len(logs),
+                            drift_fraction, flagged, why)
 
 
 def workaround_signals(base: Runtime, patched: Runtime, record: tuple[str, ...],
@@ -101,6 +101,6 @@ def workaround_signals(base: Runtime, patched: Runtime, record: tuple[str, ...],
                    f"with the same KV-cache budget")
     if "throughput" in record:
         drop = throughput_signal(base, patched, signals, drift)
-        if drop and drop["flagged"]:
-            out.append(drop["why"])
+        if drop and drop.flagged:
+            out.append(drop.why)
     return out

@@ -4,9 +4,10 @@ swallowed, a literal copy of the reported prompt, a sampling parameter neutralis
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
 
-from infercheck.checks.records import FLAG_WORKAROUND, CheckResult, Observation
+from infercheck.names import CheckFlag, CheckKind, Variant
+from infercheck.payloads import Evidence, StaticDetail, StaticPayload
+from infercheck.records import CheckResult, Observation
 
 FEATURE_OFF = re.compile(
     r"\b(enable_\w+|use_\w+|\w+_enabled|sliding_window|disable_\w+|enforce_eager)\b\s*(?::\s*[\w\[\], |.]+)?=\s*"
@@ -16,14 +17,6 @@ NEUTRAL_SAMPLING = re.compile(
     r"\b(top_p|top_k|min_p|temperature|repetition_penalty|frequency_penalty|presence_penalty)\b\s*=\s*"
     r"(1\.0|1|0|0\.0|-1|None)\s*(#.*)?$")
 STRING = re.compile(r"(['\"])((?:\\.|(?!\1).){8,})\1")
-
-
-@dataclass(frozen=True)
-class Evidence:
-    file: str
-    line: int  # line number in the new file
-    sign: str  # feature_off | swallowed_exception | reported_prompt | sampling_param_ignored
-    text: str
 
 
 def added_lines(patch_text: str) -> list[tuple[str, int, str]]:
@@ -78,13 +71,12 @@ def static_evidence(patch_text: str, reported_prompts: list[str]) -> list[Eviden
 
 def static_check(patch_text: str, reported_prompts: list[str]) -> CheckResult:
     evidence = static_evidence(patch_text, reported_prompts)
-    signs = sorted({e.sign for e in evidence})
-    patched = Observation("patched", float(len(evidence)), not evidence, None, None,
-                          {"evidence": [asdict(e) for e in evidence[:10]]})
-    base = Observation("base", 0.0, True, None, None, {"note": "the unpatched tree has no added lines"})
-    flags = [FLAG_WORKAROUND] if evidence else []
-    comparison = {"workaround": "static signs in the patch: " + "; ".join(
-        f"{e.sign} at {e.file}:{e.line} `{e.text[:80]}`" for e in evidence[:3])} if evidence else {}
-    return CheckResult("static/patch-signs", "static", "signs", "no added line forces a feature off, swallows an "
-                       "exception, neutralises a sampling parameter, or copies the reported prompt", False, base,
-                       patched, None, flags, comparison, [], "always run on the patch text")
+    patched = Observation(Variant.PATCHED, float(len(evidence)), not evidence, None, None,
+                          StaticDetail(evidence[:10]))
+    base = Observation(Variant.BASE, 0.0, True, None, None, StaticDetail(note="the unpatched tree has no added lines"))
+    flags = [CheckFlag.WORKAROUND] if evidence else []
+    workaround = "static signs in the patch: " + "; ".join(
+        f"{e.sign} at {e.file}:{e.line} `{e.text[:80]}`" for e in evidence[:3]) if evidence else None
+    return CheckResult("static/patch-signs", CheckKind.STATIC, "signs", "no added line forces a feature off, swallows "
+                       "an exception, neutralises a sampling parameter, or copies the reported prompt", False, base,
+                       patched, None, flags, StaticPayload(workaround), [], "always run on the patch text")

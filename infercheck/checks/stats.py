@@ -1,17 +1,18 @@
 """Paired accuracy statistics over per-sample 0/1 vectors (numpy + scipy only, no engine imports).
 
-See DESIGN.md "Measurements": McNemar exact test on discordant pairs, paired bootstrap CI of the
+See docs/design.md, "Measurements": McNemar exact test on discordant pairs, paired bootstrap CI of the
 difference, Wilson CI per variant, minimum detectable effect at alpha=0.05, power 0.8.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 from scipy import stats
+
+from infercheck.payloads import PairedAccuracy
 
 _BOOT_CHUNK_CELLS = 1_000_000  # resampled indices held in memory at once
 
@@ -89,29 +90,6 @@ def minimum_detectable_effect(n: int, discordance: float, alpha: float = 0.05, p
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if excess(mid) >= 0 else (mid, hi)
     return hi
-
-
-@dataclass
-class PairedAccuracy:
-    n: int
-    acc_a: float
-    acc_b: float
-    diff: float  # acc_b - acc_a
-    ci_a: tuple[float, float]  # Wilson
-    ci_b: tuple[float, float]  # Wilson
-    diff_ci: tuple[float, float]  # paired bootstrap
-    b_only_a: int  # right on a only
-    c_only_b: int  # right on b only
-    p_value: float  # exact McNemar
-    mde: float
-    tolerance: float
-    significant_drop: bool  # p < alpha and diff < 0
-    regression: bool  # significant_drop and -diff > tolerance
-    within_margin: bool  # |diff| <= tolerance ("restored" when a is the reference)
-    underpowered: bool  # mde > tolerance
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _as_binary(name: str, values: Sequence[int]) -> np.ndarray:

@@ -9,18 +9,17 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
-from infercheck.checks.records import ValidationRun
+from dacite import DaciteError
+
 from infercheck.errors import InfercheckError
+from infercheck.records import ValidationRun
 from infercheck.report.html import render_index, render_report
 from infercheck.report.junit import render_junit
 from infercheck.report.markdown import render_summary
 from infercheck.report.view import verdict_record
-
-if TYPE_CHECKING:
-    from infercheck.bench import BenchResult
 
 REPORT_FILES = {"results": "results.json", "verdict": "verdict.json", "junit": "junit.xml",
                 "summary": "summary.md", "html": "index.html"}
@@ -55,14 +54,14 @@ def finite(data: Any) -> Any:
     return data
 
 
-def _json(data: Any) -> str:
+def json_text(data: Any) -> str:
     return json.dumps(finite(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def write_report(run: ValidationRun, out_dir: Path) -> dict[str, Path]:
     """Write results.json, verdict.json, junit.xml, summary.md and index.html into out_dir.
     Everything is rendered before anything is written, so a rendering bug leaves no mixed report."""
-    texts = {"results": _json(run.to_dict()), "verdict": _json(verdict_record(run)),
+    texts = {"results": json_text(run.to_dict()), "verdict": json_text(verdict_record(run)),
              "junit": render_junit(run), "summary": render_summary(run), "html": render_report(run)}
     return write_texts(out_dir, {key: (REPORT_FILES[key], text) for key, text in texts.items()})
 
@@ -83,6 +82,9 @@ def load_run(run_dir: Path) -> ValidationRun:
         return ValidationRun.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
         raise InfercheckError(f"no results.json in {run_dir}: not a run folder") from None
+    except DaciteError as exc:
+        raise InfercheckError(f"cannot read {path} (written by another infercheck version?): "
+                              f"{exc}".splitlines()[0]) from None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise InfercheckError(f"cannot read {path}: {type(exc).__name__}: {exc}".splitlines()[0]) from None
 
@@ -119,11 +121,3 @@ def write_index(reports_root: Path) -> Path:
     path = reports_root / REPORT_FILES["html"]
     atomic_write(path, render_index(rows))
     return path
-
-
-def write_bench(result: "BenchResult", out_dir: Path) -> dict[str, Path]:
-    """bench.json and index.html (confusion matrix, one row per candidate linking to its report)."""
-    from infercheck.report.html import render_bench
-
-    return write_texts(out_dir, {"bench.json": ("bench.json", _json(result.as_dict())),
-                                 "index.html": (REPORT_FILES["html"], render_bench(result))})

@@ -7,13 +7,14 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from infercheck.checks.records import VARIANTS, ValidationRun
+from infercheck.names import UNDECIDED_FLAGS, CheckKind, Variant
+from infercheck.records import ValidationRun
 from infercheck.report import view
 from infercheck.run.sandbox import describe
 
 TEMPLATES = Path(__file__).parent / "templates"
 # Check kinds with a section of their own; the generic "Checks" details skip them.
-SECTION_KINDS = {"app": "apps", "static": "static"}
+SECTION_KINDS = {CheckKind.APP: "apps", CheckKind.STATIC: "static"}
 EXAMPLE_KEYS = ("request", "position", "engine_token", "reference_token", "context", "engine_text",
                 "reference_text")
 
@@ -42,8 +43,9 @@ def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update(fmt=view.fmt, fmt_pass=view.fmt_pass, fmt_ci=view.fmt_ci, seconds=view.fmt_seconds,
-                       verdict_class=view.verdict_class, diff_lines=diff_lines)
-    env.globals.update(VARIANTS=VARIANTS, containment=describe, expected_matches=view.expected_matches,
+                       verdict_class=view.verdict_class, diff_lines=diff_lines,
+                       rows=lambda item: dict(view.detail_rows(item)))
+    env.globals.update(VARIANTS=list(Variant), UNDECIDED_FLAGS=UNDECIDED_FLAGS, containment=describe, expected_matches=view.expected_matches,
                        example_columns=example_columns, SECTION_KINDS=SECTION_KINDS)
     return env
 

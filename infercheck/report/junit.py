@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from infercheck.checks.records import CheckResult, Flag, ValidationRun
+from infercheck.names import CheckKind, Variant
+from infercheck.records import CheckResult, Flag, ValidationRun
 from infercheck.report.view import app_view, check_summary, fmt_seconds, static_view
 from infercheck.verdict import check_flags
 
@@ -35,12 +36,12 @@ def _case(suite: ET.Element, classname: str, name: str, flags: list[Flag], lines
 
 def _detail_lines(check: CheckResult) -> list[str]:
     """Apps: pass/FAIL per variant with the failed comparators; static: the evidence lines."""
-    if check.kind == "app":
+    if check.kind == CheckKind.APP:
         view = app_view(check)
-        lines = [f"{v}: {view.status[v].text}" for v in ("base", "patched")]
+        lines = [f"{v}: {view.status[v].text}" for v in (Variant.BASE, Variant.PATCHED)]
         lines += [f"prefix-cache hit rate {view.hit_rate}; tokens/s {view.tokens_per_s}"]
         return lines + ([f"workaround signs: {view.workaround}"] if view.workaround else [])
-    if check.kind == "static":
+    if check.kind == CheckKind.STATIC:
         return [f"{e['location']}: {e['sign']}: {e['text']}" for e in static_view(check).evidence]
     return []
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 
-from infercheck.checks.records import FLAG_REGRESSED, FLAG_WORKAROUND, VARIANTS, ValidationRun
+from infercheck.names import CheckFlag, Variant
+from infercheck.records import ValidationRun
 from infercheck.report.view import answers, app_views, expected_matches, fmt_seconds, observation_cell, static_views
 
-MARKED_FLAGS = (FLAG_REGRESSED, FLAG_WORKAROUND)  # shown as COLLATERAL / WORKAROUND markers
+MARKED_FLAGS = (CheckFlag.REGRESSED, CheckFlag.WORKAROUND)  # shown as COLLATERAL / WORKAROUND markers
 STATUS_WORD = {"good": "ok", "warn": "check", "bad": "problem", "na": "n/a"}
 
 
@@ -67,7 +68,7 @@ def render_summary(run: ValidationRun) -> str:
         lines += ["", "Flags: " + "; ".join(_cell(f"{f.code} ({f.check or 'run'}): {f.message}") for f in v.flags)]
     if run.checks:
         lines += ["", "| check | kind | base | patched | reference | flags |", "|---|---|---|---|---|---|"]
-        lines += [f"| {_cell(c.name)} | {c.kind} | " + " | ".join(_cell(observation_cell(c, x)) for x in VARIANTS)
+        lines += [f"| {_cell(c.name)} | {c.kind} | " + " | ".join(_cell(observation_cell(c, x)) for x in Variant)
                   + f" | {_cell(', '.join(c.flags)) or '—'} |" for c in run.checks]
     lines += _apps_table(run) + _static_line(run)
     lines += ["", "Reproduce:", "", _code_block(run.command), ""]

@@ -3,16 +3,17 @@ questions answered from the checks, and the per-check one-line summary. Pure: no
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from enum import Enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from infercheck.checks.records import (FLAG_ERROR, FLAG_NOT_RESTORED, FLAG_REGRESSED, FLAG_SYMPTOM_FAILS,
-                                       FLAG_UNDERPOWERED, FLAG_UNSTABLE, FLAG_WORKAROUND, VARIANTS, CheckResult,
-                                       Observation, ValidationRun)
+from infercheck.checks.comparators import REGISTRY
+from infercheck.names import UNDECIDED_FLAGS, CheckFlag, CheckKind, Variant
+from infercheck.payloads import AppDetail, AppPayload, Detail, Payload, RuntimeRecord, StaticDetail
+from infercheck.records import CheckResult, Observation, ValidationRun
 
-# Check flags that leave a question undecided rather than answered.
-UNDECIDED_FLAGS = (FLAG_UNDERPOWERED, FLAG_UNSTABLE)
 VERDICT_CLASS = {"RESOLVED": "good", "CLEAN": "good", "SYMPTOM_ONLY": "warn", "WORKAROUND": "warn",
                  "INCONCLUSIVE": "warn", "NOT_FIXED": "bad", "COLLATERAL": "bad", "ERROR": "bad"}
 
@@ -33,6 +34,10 @@ def fmt(value: Any) -> str:
     """A value for a table cell: short floats, '—' for missing, containers item by item."""
     if value is None:
         return "—"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # a nested record, field by field
+        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, Enum):
+        return str(value.value)
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
@@ -72,17 +77,23 @@ def observation_cell(check: CheckResult, variant: str) -> str:
     return f"error ({obs.error})" if obs.error else f"{fmt(obs.value)} {fmt_pass(obs.passed)}"
 
 
+def detail_rows(item: Detail | Payload | None) -> list[tuple[str, Any]]:
+    """(name, value) pairs of a Detail or Payload for a generic table; nothing for None."""
+    return item.rows() if item is not None else []
+
+
 def check_summary(check: CheckResult) -> dict[str, Any]:
     """The per-check record in verdict.json, with a one-line text form."""
     variants = {}
-    for variant in VARIANTS:
+    for variant in Variant:
         obs = check.observation(variant)
-        variants[variant] = None if obs is None else {"passed": obs.passed, "value": obs.value, "error": obs.error}
-    line = f"{check.name} [{check.kind}] " + " | ".join(f"{v} {observation_cell(check, v)}" for v in VARIANTS)
+        variants[variant.value] = None if obs is None else {"passed": obs.passed, "value": obs.value,
+                                                            "error": obs.error}
+    line = f"{check.name} [{check.kind}] " + " | ".join(f"{v} {observation_cell(check, v)}" for v in Variant)
     if check.flags:
         line += " — " + ", ".join(check.flags)
-    return {"name": check.name, "kind": check.kind, "affected": check.affected, **variants,
-            "flags": list(check.flags), "line": line}
+    return {"name": check.name, "kind": str(check.kind), "affected": check.affected, **variants,
+            "flags": [str(f) for f in check.flags], "line": line}
 
 
 def verdict_record(run: ValidationRun) -> dict[str, Any]:
@@ -90,9 +101,9 @@ def verdict_record(run: ValidationRun) -> dict[str, Any]:
     v = run.verdict
     return {"run_id": run.run_id, "started": run.started, "patch": run.patch.name, "case": run.case,
             "expected": run.expected, "expected_matches": expected_matches(run.expected, v.headline),
-            "headline": v.headline, "exit_code": v.exit_code, "has_symptom": v.has_symptom,
+            "headline": str(v.headline), "exit_code": v.exit_code, "has_symptom": v.has_symptom,
             "elapsed_s": run.elapsed_s, "model": run.model, "engine": run.engine,
-            "flags": [{"code": f.code, "check": f.check, "message": f.message} for f in v.flags],
+            "flags": [{"code": str(f.code), "check": f.check, "message": f.message} for f in v.flags],
             "checks": [check_summary(c) for c in run.checks]}
 
 
@@ -106,16 +117,16 @@ class Answer:
 
 def _names(checks: list[CheckResult]) -> str:
     """Check names; an app that regressed on some comparators names them ("app/x (consistency)")."""
-    return ", ".join(c.name + (f" ({', '.join(c.comparison['regressed'])})" if c.comparison.get("regressed") else "")
+    return ", ".join(c.name + (f" ({', '.join(c.regressed_parts())})" if c.regressed_parts() else "")
                      for c in checks)
 
 
-def _with(checks: list[CheckResult], *codes: str) -> list[CheckResult]:
+def _with(checks: list[CheckResult], *codes: CheckFlag) -> list[CheckResult]:
     return [c for c in checks if any(code in c.flags for code in codes)]
 
 
 def _errored(checks: list[CheckResult]) -> list[CheckResult]:
-    return [c for c in checks if FLAG_ERROR in c.flags or c.patched.error]
+    return [c for c in checks if CheckFlag.ERROR in c.flags or c.patched.error]
 
 
 def _symptom(checks: list[CheckResult]) -> Answer:
@@ -124,7 +135,7 @@ def _symptom(checks: list[CheckResult]) -> Answer:
         return Answer(q, "na", "Not asked: no symptom spec for this patch.")
     if bad := _errored(checks):
         return Answer(q, "bad", f"Unknown: {_names(bad)} could not run on patched.", checks)
-    if bad := [c for c in checks if FLAG_SYMPTOM_FAILS in c.flags or c.patched.passed is False]:
+    if bad := [c for c in checks if CheckFlag.SYMPTOM_FAILS in c.flags or c.patched.passed is False]:
         return Answer(q, "bad", f"No: {_names(bad)} still fails on patched.", checks)
     if all(c.patched.passed for c in checks):
         was = "failed on base" if all(c.base.passed is False for c in checks) else "see base column"
@@ -134,12 +145,12 @@ def _symptom(checks: list[CheckResult]) -> Answer:
 
 def _quality(checks: list[CheckResult], everything: list[CheckResult]) -> Answer:
     q = "Is quality restored?"
-    if bad := _with(checks, FLAG_NOT_RESTORED):
-        how = "still fails on patched" if all(c.kind == "app" for c in bad) else "still differs from the reference"
+    if bad := _with(checks, CheckFlag.NOT_RESTORED):
+        how = "still fails on patched" if all(c.kind == CheckKind.APP for c in bad) else "still differs from the reference"
         return Answer(q, "bad", f"No: {_names(bad)} {how}.", checks)
     if bad := _errored(checks):
         return Answer(q, "bad", f"Unknown: {_names(bad)} could not run on patched.", checks)
-    if bypass := _with(everything, FLAG_WORKAROUND):
+    if bypass := _with(everything, CheckFlag.WORKAROUND):
         return Answer(q, "warn", f"Only by a workaround: {_names(bypass)} shows the feature disabled or "
                       "bypassed.", checks)
     if weak := _with(checks, *UNDECIDED_FLAGS):
@@ -148,13 +159,13 @@ def _quality(checks: list[CheckResult], everything: list[CheckResult]) -> Answer
         return Answer(q, "warn", "Not measured: no quality check covers the affected area.")
     if bad := [c for c in checks if c.patched.passed is False]:
         return Answer(q, "bad", f"No: {_names(bad)} fails on patched.", checks)
-    how = "passes on patched" if all(c.kind == "app" for c in checks) else "matches the reference"
+    how = "passes on patched" if all(c.kind == CheckKind.APP for c in checks) else "matches the reference"
     return Answer(q, "good", f"Yes: {_names(checks)} {how}.", checks)
 
 
 def _collateral(checks: list[CheckResult], everything: list[CheckResult]) -> Answer:
     q = "Did anything else break?"
-    if bad := _with(everything, FLAG_REGRESSED) or _errored(checks):
+    if bad := _with(everything, CheckFlag.REGRESSED) or _errored(checks):
         return Answer(q, "bad", f"Yes: {_names(bad)} passed on base and fails (or errors) on patched.", checks)
     if not checks:
         return Answer(q, "warn", "Not measured: no neighbouring check ran.")
@@ -166,27 +177,22 @@ def _collateral(checks: list[CheckResult], everything: list[CheckResult]) -> Ans
 def answers(run: ValidationRun) -> list[Answer]:
     """The three questions, each answered from its group: symptom checks, quality checks in the
     affected area, and the rest (neighbouring applications)."""
-    symptom = [c for c in run.checks if c.kind == "symptom"]
-    quality = [c for c in run.checks if c.kind != "symptom" and c.affected]
-    rest = [c for c in run.checks if c.kind != "symptom" and not c.affected]
+    symptom = [c for c in run.checks if c.kind == CheckKind.SYMPTOM]
+    quality = [c for c in run.checks if c.kind != CheckKind.SYMPTOM and c.affected]
+    rest = [c for c in run.checks if c.kind != CheckKind.SYMPTOM and not c.affected]
     return [_symptom(symptom), _quality(quality, run.checks), _collateral(rest, run.checks)]
 
 
 # ---- neighbouring applications and static patch signs ------------------------------------------------
 
-APP_COMPARATORS = ("reference", "consistency", "sampler", "seeded", "logprobs", "structured", "stop")
 APP_EXAMPLE_KEYS = ("key", "request", "position", "why", "observed", "expected", "a_text", "b_text")
 RUNTIME_ROWS = (("tokens_per_s", "tokens/s"), ("hit_rate", "prefix-cache hit rate"),
                 ("preemptions", "preemptions"), ("steps", "steps"))
 EXAMPLE_CLIP = 1200  # characters of one example value shown in the page (results.json keeps all)
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def _number(value: Any) -> float | None:
-    """A finite number, else None (results.json stores non-finite floats as strings)."""
+    """A finite number, else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value) if math.isfinite(value) else None
@@ -215,18 +221,15 @@ def clip(text: str, limit: int = EXAMPLE_CLIP) -> str:
     return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit} more characters)"
 
 
-def app_runtime(check: CheckResult, variant: str) -> dict[str, Any]:
-    """One variant's runtime record: the check's comparison, else the observation's detail."""
-    runtime = _dict(_dict(_dict(check.comparison).get("runtime")).get(variant))
-    if not runtime:
-        obs = check.observation(variant)
-        runtime = _dict(obs.detail.get("runtime")) if obs is not None else {}
-    return runtime
+def app_detail(obs: Observation | None) -> AppDetail:
+    return obs.detail if obs is not None and isinstance(obs.detail, AppDetail) else AppDetail()
 
 
-def failed_comparators(obs: Observation | None) -> list[str]:
-    text = _dict(obs.detail).get("failed_on") if obs is not None else None
-    return [part.strip() for part in text.split(",") if part.strip()] if isinstance(text, str) else []
+def app_runtime(check: CheckResult, variant: Variant) -> RuntimeRecord:
+    """One variant's runtime record: the check's payload, else the observation's detail."""
+    if isinstance(check.payload, AppPayload) and variant in check.payload.runtime:
+        return check.payload.runtime[variant]
+    return app_detail(check.observation(variant)).runtime
 
 
 @dataclass
@@ -251,13 +254,13 @@ def app_status(obs: Observation | None) -> AppStatus:
         return AppStatus("—", [])
     if obs.error:
         return AppStatus("error", [], obs.error)
-    return AppStatus(fmt_pass(obs.passed), failed_comparators(obs))
+    return AppStatus(fmt_pass(obs.passed), app_detail(obs).failed)
 
 
 @dataclass
 class ComparatorRow:
     name: str
-    cells: dict[str, tuple[str, bool, dict[str, Any]]]  # variant -> (summary, failed, detail numbers)
+    cells: dict[str, tuple[str, bool, dict[str, Any]]]  # variant -> (summary, failed, detail shown)
 
 
 @dataclass
@@ -284,45 +287,38 @@ class AppView:
     tokens_per_s: str  # "base → patched"
 
 
-def _comparator_names(details: list[dict[str, Any]]) -> list[str]:
-    """The known comparators in their usual order, then any other `<name>` with a `<name>_detail`."""
-    present = [c for c in APP_COMPARATORS if any(c in d for d in details)]
-    others = [k for d in details for k in d if isinstance(d.get(f"{k}_detail"), dict) and k not in present]
-    return present + list(dict.fromkeys(others))
-
-
 def _comparators(check: CheckResult) -> list[ComparatorRow]:
-    observations = {v: check.observation(v) for v in ("base", "patched")}
-    details = {v: (_dict(o.detail) if o is not None else {}) for v, o in observations.items()}
-    failed = {v: failed_comparators(o) for v, o in observations.items()}
+    """One row per comparator that ran on either variant, in the app's order; each cell shows what
+    the comparator's registry entry says to show of its detail."""
+    details = {v: app_detail(check.observation(v)) for v in (Variant.BASE, Variant.PATCHED)}
+    names = list(dict.fromkeys(c.comparator for d in details.values() for c in d.comparisons))
     rows = []
-    for name in _comparator_names(list(details.values())):
+    for name in names:
         cells = {}
         for variant, detail in details.items():
-            summary = detail.get(name)
-            cells[variant] = ("—" if summary is None else fmt(summary), name in failed[variant],
-                              _dict(detail.get(f"{name}_detail")))
+            found = detail.comparison(name)
+            shown = REGISTRY[name].shown_detail(found.detail) if found and name in REGISTRY else \
+                (dict(found.detail) if found else {})
+            cells[variant.value] = ("—" if found is None else fmt(found.summary), name in detail.failed, shown)
         rows.append(ComparatorRow(name, cells))
     return rows
 
 
 def _throughput(check: CheckResult) -> tuple[str | None, bool]:
-    comparison = _dict(check.comparison)
-    if "throughput" not in comparison:
+    payload = check.payload
+    if not isinstance(payload, AppPayload) or not payload.throughput_recorded:
         return None, False
-    data = comparison["throughput"]
-    if not isinstance(data, dict):
+    data = payload.throughput
+    if data is None:
         return "not compared: too few paired steps with a measurable rate", False
-    numbers = (f"median slowdown {fmt_rate(data.get('median_slowdown'))}, tolerance {fmt_rate(data.get('tolerance'))}, "
-               f"p={fmt(data.get('p_value'))}, {fmt(data.get('steps'))} paired steps")
-    why = data.get("why")
-    return (f"{why} — {numbers}" if why else numbers), bool(data.get("flagged"))
+    numbers = (f"median slowdown {fmt_rate(data.median_slowdown)}, tolerance {fmt_rate(data.tolerance)}, "
+               f"p={fmt(data.p_value)}, {fmt(data.steps)} paired steps")
+    return (f"{data.why} — {numbers}" if data.why else numbers), data.flagged
 
 
-def _examples(examples: list[Any]) -> list[ExampleView]:
+def _examples(examples: list[dict[str, Any]]) -> list[ExampleView]:
     out = []
     for ex in examples or []:
-        ex = _dict(ex)
         keys = [k for k in APP_EXAMPLE_KEYS if k in ex] + [k for k in ex if k not in APP_EXAMPLE_KEYS
                                                            and k not in ("variant", "comparator")]
         out.append(ExampleView(fmt(ex.get("variant")), fmt(ex.get("comparator")),
@@ -332,37 +328,36 @@ def _examples(examples: list[Any]) -> list[ExampleView]:
 
 def _markers(check: CheckResult) -> list[tuple[str, str]]:
     out = []
-    flags = check.flags or []
-    if FLAG_REGRESSED in flags:
+    if CheckFlag.REGRESSED in check.flags:
         out.append(("COLLATERAL", "bad"))
-    if FLAG_WORKAROUND in flags:
+    if CheckFlag.WORKAROUND in check.flags:
         out.append(("WORKAROUND", "warn"))
     return out
 
 
-def _text(value: Any) -> str | None:
-    return None if value is None or value == "" else fmt(value)
+def reference_role(check: CheckResult) -> str | None:
+    ref = check.reference
+    return getattr(ref.detail, "role", None) if ref is not None else None
 
 
 def app_view(check: CheckResult, index: int = 0) -> AppView:
-    runtime = {v: app_runtime(check, v) for v in ("base", "patched")}
+    runtime = {v: app_runtime(check, v) for v in (Variant.BASE, Variant.PATCHED)}
     rows = []
     for key, label in RUNTIME_ROWS:
         fmt_one = RUNTIME_FORMAT.get(key, fmt_count)
-        rows.append((label, fmt_one(runtime["base"].get(key)), fmt_one(runtime["patched"].get(key))))
-    hit_rate, tokens_per_s = (" → ".join(RUNTIME_FORMAT[key](runtime[v].get(key)) for v in ("base", "patched"))
+        rows.append((label, fmt_one(getattr(runtime[Variant.BASE], key)),
+                     fmt_one(getattr(runtime[Variant.PATCHED], key))))
+    hit_rate, tokens_per_s = (" → ".join(RUNTIME_FORMAT[key](getattr(runtime[v], key)) for v in runtime)
                               for key in ("hit_rate", "tokens_per_s"))
     throughput, flagged = _throughput(check)
-    ref = check.reference
-    role = _text(_dict(ref.detail).get("role")) if ref is not None else None
-    return AppView(check, index, {v: app_status(check.observation(v)) for v in ("base", "patched")},
-                   _comparators(check), rows, throughput, flagged, _text(_dict(check.comparison).get("workaround")),
-                   _markers(check), _examples(check.examples), role, hit_rate, tokens_per_s)
+    return AppView(check, index, {v.value: app_status(check.observation(v)) for v in (Variant.BASE, Variant.PATCHED)},
+                   _comparators(check), rows, throughput, flagged, check.workaround_reason() or None,
+                   _markers(check), _examples(check.examples), reference_role(check), hit_rate, tokens_per_s)
 
 
 def app_views(run: ValidationRun) -> list[AppView]:
     """The app checks (kind "app"), in run order, ready for the report."""
-    return [app_view(check, index) for index, check in enumerate(run.checks) if check.kind == "app"]
+    return [app_view(check, index) for index, check in enumerate(run.checks) if check.kind == CheckKind.APP]
 
 
 @dataclass
@@ -378,18 +373,13 @@ class StaticView:
 
 def static_view(check: CheckResult, index: int = 0) -> StaticView:
     patched = check.patched
-    found = _dict(patched.detail).get("evidence") if patched is not None else None
-    evidence = []
-    for item in found if isinstance(found, list) else []:
-        item = _dict(item)
-        location = fmt(item.get("file") or "?") + (f":{fmt(item['line'])}" if item.get("line") is not None else "")
-        evidence.append({"location": location, "sign": fmt(item.get("sign")), "text": fmt(item.get("text", ""))})
-    total = _number(patched.value) if patched is not None else None
-    return StaticView(check, index, evidence, None if total is None else int(total),
-                      _text(_dict(check.comparison).get("workaround")), _markers(check),
-                      patched.error if patched is not None else None)
+    detail = patched.detail if isinstance(patched.detail, StaticDetail) else StaticDetail()
+    evidence = [{"location": f"{e.file or '?'}:{e.line}", "sign": e.sign, "text": e.text} for e in detail.evidence]
+    total = _number(patched.value)
+    return StaticView(check, index, evidence, None if total is None else int(total), check.workaround_reason(),
+                      _markers(check), patched.error)
 
 
 def static_views(run: ValidationRun) -> list[StaticView]:
     """The static checks (kind "static"), with their evidence rows."""
-    return [static_view(check, index) for index, check in enumerate(run.checks) if check.kind == "static"]
+    return [static_view(check, index) for index, check in enumerate(run.checks) if check.kind == CheckKind.STATIC]

@@ -24,6 +24,9 @@ from infercheck.errors import InfercheckError
 from infercheck.run.launcher import WorkerRun, classify, launch, stop_orphan
 
 RUN_DIR = Path(__file__).resolve().parent
+# The code a worker subprocess runs: what its rows depend on (the harness-side modules of run/ do not).
+WORKER_CODE = (*(RUN_DIR / f"{m}.py" for m in ("worker", "job", "vllm_backend", "hf_backend", "lm_eval_runner")),
+               RUN_DIR.parent / "errors.py")
 ROW_FILES = (RESULTS, GROUPS, LM_EVAL)
 ENGINE = "engine.json"  # which engine env wrote a worker folder (a resume harvests only its own)
 
@@ -48,7 +51,7 @@ def group_key(job: Job, group: Group, env: EngineEnv) -> str:
         "model": digest_files([p for p in model.iterdir() if p.is_file()]) if model.is_dir() else str(model),
         "suite_data": digest_files([p for p in (SUITES_DIR / "accuracy" / "tasks").glob("*.yaml")]
                                    + [p for p in DATA_DIR.rglob("*.jsonl")]),
-        "worker_code": digest_files(list(RUN_DIR.glob("*.py"))),
+        "worker_code": digest_files(list(WORKER_CODE)),
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:24]
 

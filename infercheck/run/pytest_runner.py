@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from infercheck.build.engine_env import EngineEnv
-from infercheck.suites import SymptomSpec
+from infercheck.run.store import PytestOutcome
+from infercheck.specs import SymptomSpec
 
 
-def run_pytest(spec: SymptomSpec, env: EngineEnv, out_dir: Path, timeout_s: float) -> dict[str, Any]:
-    """Outcome {passed, returncode, tail}; the node id is relative to the symptom file's folder."""
+def run_pytest(spec: SymptomSpec, env: EngineEnv, out_dir: Path, timeout_s: float) -> PytestOutcome:
+    """The node id is relative to the symptom file's folder; the full log lands in out_dir."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cwd = Path(spec.path).parent
     cmd = [env.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(spec.pytest)]
@@ -19,7 +19,7 @@ def run_pytest(spec: SymptomSpec, env: EngineEnv, out_dir: Path, timeout_s: floa
         proc = subprocess.run(cmd, cwd=cwd, env=env.environ(), capture_output=True, text=True, timeout=timeout_s,
                               start_new_session=True)
     except subprocess.TimeoutExpired:
-        return {"passed": False, "returncode": None, "tail": f"timed out after {timeout_s:g}s"}
+        return PytestOutcome(False, None, f"timed out after {timeout_s:g}s")
     (out_dir / "pytest.log").write_text(proc.stdout + proc.stderr)
     tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
-    return {"passed": proc.returncode == 0, "returncode": proc.returncode, "tail": tail}
+    return PytestOutcome(proc.returncode == 0, proc.returncode, tail)

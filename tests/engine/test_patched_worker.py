@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from infercheck.build.builder import build_variant
+from infercheck.patch.intake import read_patch
 from infercheck.build.tree import engine_tree, find_installed_engine
 from infercheck.run.job import Group
 from tests.engine.conftest import greedy_requests, parity_prompts, run_job
@@ -29,7 +30,7 @@ def package_digest(package_dir: Path) -> str:
 def test_overlay_patch_changes_patched_worker_only(tmp_path, patch_dir, llama_runs):
     installed = find_installed_engine()
     before = package_digest(installed.package_dir)
-    patched_env, applied = build_variant(engine_tree(), [patch_dir / "greedy_runner_up.patch"], "patched", "cpu")
+    patched_env, applied = build_variant(engine_tree(), [read_patch(patch_dir / "greedy_runner_up.patch")], "patched", "cpu")
     assert patched_env.strategy == "overlay" and applied.touched == ("vllm/v1/sample/sampler.py",)
 
     prompts = parity_prompts()[:4]

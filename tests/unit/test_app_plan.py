@@ -5,7 +5,8 @@ import math
 
 import pytest
 
-from infercheck.apps import app_sets, load_apps, parse_id, request_id
+from infercheck.app_ids import parse_id, request_id
+from infercheck.apps import app_sets, load_apps
 from infercheck.checks.app_check import app_check
 from infercheck.checks.signals import Runtime
 from infercheck.errors import InfercheckError
@@ -96,12 +97,12 @@ def test_app_check_collateral_and_workaround_flags():
     check = app_check(app, "touches x", False, engine, {"base": {}, "patched": {}}, runtime, {}, PROFILE, SIGNALS)
     assert check.base.passed and not check.patched.passed
     assert check.flags == ["regressed", "not_restored", "workaround"]
-    assert "hit rate collapsed" in check.comparison["workaround"] and check.why == "touches x"
+    assert "hit rate collapsed" in check.workaround_reason() and check.why == "touches x"
     assert check.examples and check.examples[0]["variant"] == "patched"
     same = app_check(app, "", False, {"base": burst_results(5), "patched": burst_results(5)},
                      {"base": {}, "patched": {}}, {"base": runtime["base"], "patched": runtime["base"]}, {},
                      PROFILE, SIGNALS)
-    assert same.flags == [] and same.patched.detail["runtime"]["hit_rate"] == 0.8
+    assert same.flags == [] and same.patched.detail.runtime.hit_rate == 0.8
     assert math.isclose(same.patched.value, 0.0)
 
 
@@ -122,7 +123,7 @@ def test_an_app_that_fails_on_patched_only_is_an_error_and_on_base_judges_nothin
     assert check.flags == ["error"] and "boom" in check.patched.error and check.base.passed
     both = app_check(app, "", False, engine, {"base": {}, "patched": {}}, {"base": broken, "patched": broken}, {},
                      PROFILE, SIGNALS)
-    assert both.flags == [] and both.base.passed is None and "cannot judge" in both.comparison["note"]
+    assert both.flags == [] and both.base.passed is None and "cannot judge" in both.payload.note
     from infercheck.verdict import decide
     assert decide([check], [], has_symptom=True).headline == "ERROR:run"
 
@@ -139,9 +140,9 @@ def test_a_comparator_that_held_on_base_regresses_even_when_another_fails_on_bot
     check = app_check(app, "", False, {"base": burst_results(5), "patched": burst_results(7)},
                       {"base": refs, "patched": refs}, runtime, {}, PROFILE, SIGNALS)
     assert not check.base.passed and not check.patched.passed  # the reference fails on both
-    assert check.flags[0] == "regressed" and check.comparison["regressed"] == ["consistency"]
+    assert check.flags[0] == "regressed" and check.regressed_parts() == ["consistency"]
     (flag,) = [f for f in check_flags(check, has_symptom=True) if f.code == "COLLATERAL"]
     assert "consistency passed on base" in flag.message
     both_bad = app_check(app, "", False, {"base": burst_results(7), "patched": burst_results(7)},
                          {"base": refs, "patched": refs}, runtime, {}, PROFILE, SIGNALS)
-    assert "regressed" not in both_bad.flags and "regressed" not in both_bad.comparison
+    assert "regressed" not in both_bad.flags and not both_bad.regressed_parts()

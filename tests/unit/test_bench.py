@@ -9,7 +9,7 @@ import pytest
 from infercheck.bench import BenchRow, bug_outcome, confusion, load_cases, matrix_text, run_bench
 from infercheck.errors import InfercheckError
 from infercheck.paths import PATCHES_DIR
-from infercheck.report.files import write_bench
+from infercheck.bench import write_bench
 
 
 def test_bundled_cases_load_and_the_quick_subset_covers_every_expected_verdict():

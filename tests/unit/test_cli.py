@@ -133,8 +133,9 @@ def test_compiled_patch_in_validate_is_an_error_build_verdict_with_report(isolat
 
 
 def test_a_patch_that_edits_its_own_judges_can_be_refused(isolated_cache, tmp_path):
-    from infercheck.checks.records import Flag, PatchInfo
-    from infercheck.pipeline import EDITS_OWN_JUDGES, judge_edits
+    from infercheck.records import Flag
+    from infercheck.intake import judge_edits
+    from infercheck.names import Notice
     from infercheck.verdict import decide
 
     patch = tmp_path / "judges.patch"
@@ -142,9 +143,9 @@ def test_a_patch_that_edits_its_own_judges_can_be_refused(isolated_cache, tmp_pa
                      "-assert close(a, b)\n+pass\n--- a/vllm/sampler.py\n+++ b/vllm/sampler.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n")
     proc = infercheck(isolated_cache, "validate", str(patch), "--refuse-judge-edits")
     assert_one_line_error(proc, 2, "edits its own judges (tests / CI config: tests/samplers/test_sampler.py)")
-    info = PatchInfo(str(patch), patch.name, "", {"tests/samplers/test_sampler.py": "tests", "vllm/sampler.py": "python",
-                                                  ".buildkite/test-pipeline.yaml": "config", "setup.cfg": "config"})
-    assert judge_edits(info) == ["tests/samplers/test_sampler.py", ".buildkite/test-pipeline.yaml"]
+    touched = {"tests/samplers/test_sampler.py": "tests", "vllm/sampler.py": "python",
+               ".buildkite/test-pipeline.yaml": "config", "setup.cfg": "config"}
+    assert judge_edits(touched) == ["tests/samplers/test_sampler.py", ".buildkite/test-pipeline.yaml"]
     # without the option the flag is kept in the verdict but does not change the headline
-    verdict = decide([], [Flag(EDITS_OWN_JUDGES, None, "edits its own judges")], has_symptom=True)
-    assert verdict.headline == "RESOLVED" and verdict.flags[0].code == EDITS_OWN_JUDGES
+    verdict = decide([], [Flag(Notice.EDITS_OWN_JUDGES, None, "edits its own judges")], has_symptom=True)
+    assert verdict.headline == "RESOLVED" and verdict.flags[0].code == Notice.EDITS_OWN_JUDGES

@@ -83,18 +83,20 @@ def test_a_resumed_run_harvests_groups_the_killed_run_finished(tmp_path, monkeyp
 
 
 def test_options_round_trip_with_patch_copies(tmp_path):
-    from infercheck.pipeline import ValidateOptions
-    from infercheck.resume import load_options, save_options
+    from infercheck.options import ValidateOptions, load_options, save_options
 
     patch = tmp_path / "fix.patch"
     patch.write_text("--- a/x.py\n+++ b/x.py\n")
     opts = ValidateOptions(patch=patch, base_patches=[patch], suites=["parity"], apps=["none"], case="c",
                            expected="RESOLVED", out=tmp_path / "old")
-    save_options(opts, tmp_path / "run" / "inputs")
+    save_options(opts, tmp_path / "run")
     patch.unlink()  # the resume needs nothing outside the run folder
     back = load_options(tmp_path / "run")
     assert back.patch.read_text().startswith("--- a/x.py") and back.base_patches[0].is_file()
     assert (back.suites, back.apps, back.case, back.expected, back.out) == (["parity"], ["none"], "c", "RESOLVED",
                                                                             tmp_path / "run")
-    save_options(back, tmp_path / "run" / "inputs")  # resuming a resumed run keeps the same copies
+    save_options(back, tmp_path / "run")  # resuming a resumed run keeps the same copies
     assert load_options(tmp_path / "run").patch == back.patch
+    moved = tmp_path / "moved"  # a run folder read elsewhere (a recorded run) finds its own copies
+    (tmp_path / "run").rename(moved)
+    assert load_options(moved).patch.read_text().startswith("--- a/x.py")

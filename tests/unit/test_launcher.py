@@ -99,12 +99,17 @@ def test_an_orphaned_worker_of_a_killed_harness_is_stopped_before_reuse(tmp_path
 def test_a_spent_run_budget_starts_no_worker(tmp_path):
     import time
 
-    from infercheck.pipeline import ValidateOptions, run_variant
+    from infercheck.execute import Runner
+    from infercheck.options import ValidateOptions
+    from infercheck.run.store import RunOutcome
 
     env = fake_python(tmp_path, "touch started; echo '{\"state\": \"done\"}' > status.json")
     opts = ValidateOptions(patch=tmp_path / "p.patch", run_timeout_s=5)
-    run = run_variant(job(), env, tmp_path / "out", opts, lambda m: None, deadline=time.time() - 1)
+    outcome = RunOutcome()
+    spent = Runner(opts, tmp_path, lambda m: None, deadline=time.time() - 1)
+    run = spent.run(job(), env, "out", outcome)
     assert not run.ok and run.error_kind == "timeout" and "--run-timeout 5s" in run.error
     assert not (tmp_path / "out" / "started").exists()
-    ok = run_variant(job(), env, tmp_path / "out2", opts, lambda m: None, deadline=time.time() + 30)
-    assert ok.ok and (tmp_path / "out2" / "started").exists()
+    assert outcome.workers["out"].error_kind == "timeout"  # recorded for the grade stage
+    ok = Runner(opts, tmp_path, lambda m: None, deadline=time.time() + 30).run(job(), env, "out2", outcome)
+    assert ok.ok and (tmp_path / "out2" / "started").exists() and outcome.workers["out2"].ok

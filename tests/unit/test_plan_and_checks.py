@@ -94,7 +94,7 @@ def test_accuracy_check_flags_a_significant_regression():
     assert check.base.passed and not check.patched.passed
     assert check.flags == ["regressed", "not_restored"]
     assert check.patched.value == pytest.approx(0.8) and check.patched.ci[0] < 0.8 < check.patched.ci[1]
-    assert check.comparison["base_vs_patched"]["p_value"] < 1e-10
+    assert check.payload.base_vs_patched.p_value < 1e-10
 
 
 def test_accuracy_check_equal_runs_have_no_flags():
@@ -165,15 +165,15 @@ def test_app_symptom_loads_and_puts_its_app_first(tmp_path):
 
 
 def test_app_symptom_check_reads_the_app_check():
-    from infercheck.checks.records import CheckResult, Observation
+    from infercheck.records import CheckResult, Observation
     from infercheck.checks.symptom import app_symptom_check
-    from infercheck.suites import SymptomSpec
+    from infercheck.specs import SymptomSpec
 
     spec = SymptomSpec("biased top-k", "app", app="sampler-distribution", path="s.yaml")
 
     def app(base, patched):
         return CheckResult("app/sampler-distribution", "app", "failed comparators", "sampler", True, base, patched,
-                           None, [], {}, [], "")
+                           None, [], None, [], "")
     ok, bad = Observation("x", 0.0, True), Observation("x", 1.0, False)
     crashed = Observation("x", None, None, error="RuntimeError: boom")
     assert app_symptom_check(spec, app(bad, ok)).flags == []

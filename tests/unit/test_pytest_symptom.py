@@ -5,7 +5,7 @@ from dataclasses import replace
 
 from infercheck.build.engine_env import installed_env
 from infercheck.run.pytest_runner import run_pytest
-from infercheck.suites import SymptomSpec
+from infercheck.specs import SymptomSpec
 
 
 def test_pytest_node_outcome_follows_the_env(tmp_path):
@@ -14,5 +14,5 @@ def test_pytest_node_outcome_follows_the_env(tmp_path):
     env = installed_env("cpu")
     failing = run_pytest(spec, env, tmp_path / "base", timeout_s=120)
     passing = run_pytest(spec, replace(env, env={**env.env, "FIXED": "1"}), tmp_path / "patched", timeout_s=120)
-    assert failing["passed"] is False and "assert" in (tmp_path / "base" / "pytest.log").read_text()
-    assert passing["passed"] is True and passing["returncode"] == 0
+    assert failing.passed is False and "assert" in (tmp_path / "base" / "pytest.log").read_text()
+    assert passing.passed is True and passing.returncode == 0

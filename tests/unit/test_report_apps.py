@@ -7,8 +7,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from infercheck.checks.records import CheckResult, Observation, PatchInfo, ValidationRun
-from infercheck.report import render_from_dir, write_report
+from infercheck.payloads import (AppDetail, AppPayload, Comparison, Evidence, ReferenceDetail, RuntimeRecord,
+                                 StaticDetail, StaticPayload, ThroughputSignal)
+from infercheck.records import CheckResult, Observation, PatchInfo, ValidationRun
+from infercheck.report.files import render_from_dir, write_report
 from infercheck.verdict import decide
 
 SCRIPT = "<script>alert('app')</script>"
@@ -17,22 +19,18 @@ REF_ROLE = "HF transformers float32 (teacher-forced scoring and exact distributi
 
 
 def runtime(tokens_per_s, hit_rate, preemptions=0, steps=12):
-    return {"tokens_per_s": tokens_per_s, "hit_rate": hit_rate, "preemptions": preemptions, "steps": steps}
+    return RuntimeRecord(tokens_per_s, hit_rate, preemptions, steps)
 
 
 def app_obs(variant, rt, failed=(), **summaries):
-    detail = {}
-    for name, summary in summaries.items():
-        detail[name] = summary
-        detail[f"{name}_detail"] = {"mismatches": 1 if name in failed else 0, "pairs": 8}
-    detail["runtime"] = rt
-    if failed:
-        detail["failed_on"] = ", ".join(failed)
-    return Observation(variant, float(len(failed)), not failed, None, 16, detail)
+    comparisons = [Comparison(name, name not in failed, float(name in failed), summary,
+                              {"mismatches": 1 if name in failed else 0, "pairs": 8})
+                   for name, summary in summaries.items()]
+    return Observation(variant, float(len(failed)), not failed, None, 16, AppDetail(comparisons, rt, list(failed)))
 
 
 def reference():
-    return Observation("reference", None, None, None, None, {"role": REF_ROLE})
+    return Observation("reference", None, None, None, None, ReferenceDetail(REF_ROLE))
 
 
 def passing_app():
@@ -43,14 +41,14 @@ def passing_app():
                 consistency="8/8 of 'warm' equal 'cold'"),
         app_obs("patched", patched_rt, reference="8 outputs, 96 positions: max KL 3e-07",
                 consistency="8/8 of 'warm' equal 'cold'"),
-        reference(), [], {"runtime": {"base": base_rt, "patched": patched_rt}}, [],
+        reference(), [], AppPayload({"base": base_rt, "patched": patched_rt}), [],
         "touches vllm/v1/sample/sampler.py — sampling: agent loops sample every turn")
 
 
 def regressed_app():
     base_rt, patched_rt = runtime(388.0, 0.82, preemptions=3), runtime(251.5, 0.03, preemptions=0)
-    throughput = {"median_slowdown": 0.35, "tolerance": 0.1, "p_value": 0.0004, "steps": 12, "flagged": True,
-                  "why": "throughput down 35% over 12 paired steps (tolerance 10% from the runs' noise, p=0.0004)"}
+    throughput = ThroughputSignal(0.35, 0.1, 0.0004, 12, 0.0, True,
+                                  "throughput down 35% over 12 paired steps (tolerance 10% from the runs' noise, p=0.0004)")
     examples = [{"variant": "patched", "comparator": "consistency", "key": "q3", "position": 5,
                  "a_text": "The answer is 42", "b_text": f"The answer is {SCRIPT}"},
                 {"variant": "patched", "comparator": "stop", "request": "app/prefix-cache-chat#stops/s1",
@@ -61,19 +59,19 @@ def regressed_app():
         app_obs("patched", patched_rt, failed=("consistency", "stop"), consistency="6/8 of 'warm' equal 'cold'",
                 stop="3/4 stopped at the stop string"),
         reference(), ["regressed", "not_restored", "workaround"],
-        {"runtime": {"base": base_rt, "patched": patched_rt}, "throughput": throughput, "workaround": HIT_DROP},
+        AppPayload({"base": base_rt, "patched": patched_rt}, ["consistency", "stop"], True, throughput, HIT_DROP),
         examples, "named with --apps")
 
 
 def static_check(evidence=True):
-    rows = [{"file": "vllm/v1/core/kv_cache_manager.py", "line": 57, "sign": "feature_off",
-             "text": "enable_caching = False  # <b>temporary</b>"}] if evidence else []
+    rows = [Evidence("vllm/v1/core/kv_cache_manager.py", 57, "feature_off",
+                     "enable_caching = False  # <b>temporary</b>")] if evidence else []
     return CheckResult(
         "static/patch-signs", "static", "signs", "no added line forces a feature off", False,
-        Observation("base", 0.0, True, None, None, {"note": "the unpatched tree has no added lines"}),
-        Observation("patched", float(len(rows)), not rows, None, None, {"evidence": rows}),
+        Observation("base", 0.0, True, None, None, StaticDetail(note="the unpatched tree has no added lines")),
+        Observation("patched", float(len(rows)), not rows, None, None, StaticDetail(rows)),
         None, ["workaround"] if rows else [],
-        {"workaround": "static signs in the patch: feature_off at vllm/v1/core/kv_cache_manager.py:57"} if rows else {},
+        StaticPayload("static signs in the patch: feature_off at vllm/v1/core/kv_cache_manager.py:57" if rows else None),
         [], "always run on the patch text")
 
 
@@ -191,7 +189,7 @@ def test_rerender_from_results_json(report):
     before = report["html"].read_text()
     render_from_dir(report["html"].parent)
     assert report["html"].read_text() == before
-    assert json.loads(report["results"].read_text())["checks"][2]["comparison"]["workaround"] == HIT_DROP
+    assert json.loads(report["results"].read_text())["checks"][2]["payload"]["workaround"] == HIT_DROP
 
 
 def test_run_without_apps(tmp_path):
@@ -213,11 +211,12 @@ def test_run_without_apps_or_static(tmp_path):
 def test_app_with_missing_optional_fields_renders(tmp_path):
     bare = CheckResult("app/bare", "app", "failed comparators", "", False,
                        Observation("base", None, None), Observation("patched", None, None, error="worker <hung>"),
-                       None, ["regressed"], {"throughput": None}, [{"variant": None, "note": SCRIPT + "\nline 2"}], "")
+                       None, ["regressed"], AppPayload(throughput_recorded=True),
+                       [{"variant": None, "note": SCRIPT + "\nline 2"}], "")
     odd = CheckResult("app/odd", "app", "failed comparators", "x", False,
-                      Observation("base", 0.0, True, detail={"runtime": None, "reference": None}),
-                      Observation("patched", 0.0, True, detail={"runtime": {"hit_rate": "nan", "tokens_per_s": None}}),
-                      None, [], {"runtime": {}}, [], "")
+                      Observation("base", 0.0, True, detail=AppDetail()),
+                      Observation("patched", 0.0, True, detail=AppDetail(runtime=RuntimeRecord(float("nan"), None))),
+                      None, [], AppPayload(), [], "")
     paths = write_report(make_run([bare, odd]), tmp_path)
     apps = section(paths["html"].read_text(), "apps")
     assert "app/bare" in apps and "app/odd" in apps and "worker &lt;hung&gt;" in apps

@@ -36,10 +36,10 @@ def test_hit_rate_collapse_and_vanished_preemption():
 def test_throughput_drop_needs_size_and_significance():
     base = Runtime(None, None, None, steps([1000] * 12, jitter=0.05))
     same = Runtime(None, None, None, steps([1000] * 12, jitter=0.06))
-    assert not throughput_signal(base, same, SIGNALS)["flagged"]
+    assert not throughput_signal(base, same, SIGNALS).flagged
     slow = Runtime(None, None, None, steps([400] * 12, jitter=0.05))
     drop = throughput_signal(base, slow, SIGNALS)
-    assert drop["flagged"] and drop["median_slowdown"] > 0.5
+    assert drop.flagged and drop.median_slowdown > 0.5
     assert "throughput down" in workaround_signals(base, slow, ("throughput",), SIGNALS)[0]
     # too few steps: no judgement
     assert throughput_signal(Runtime(None, None, None, steps([1000] * 3)), Runtime(None, None, None, steps([10] * 3)),
@@ -74,8 +74,8 @@ def test_static_signs():
 
 def test_static_check_flags_workaround_with_evidence():
     check = static_check(patch("        self.enable_prefix_caching = False"), [])
-    assert check.flags == ["workaround"] and "feature_off" in check.comparison["workaround"]
-    assert not check.patched.passed and check.patched.detail["evidence"][0]["line"] == 11
+    assert check.flags == ["workaround"] and "feature_off" in check.workaround_reason()
+    assert not check.patched.passed and check.patched.detail.evidence[0].line == 11
     assert static_check(patch("x = compute()"), []).flags == []
 
 
@@ -103,8 +103,8 @@ def test_a_machine_wide_slowdown_is_not_a_workaround():
     drift = machine_drift(base_groups, slow_groups)
     assert abs(drift - __import__("math").log(0.3)) < 0.05
     base, slow = Runtime(None, None, None, base_groups[0].steps), Runtime(None, None, None, slow_groups[0].steps)
-    assert throughput_signal(base, slow, SIGNALS)["flagged"]  # without the drift it looks like a workaround
-    assert not throughput_signal(base, slow, SIGNALS, drift)["flagged"]
+    assert throughput_signal(base, slow, SIGNALS).flagged  # without the drift it looks like a workaround
+    assert not throughput_signal(base, slow, SIGNALS, drift).flagged
 
 
 def test_throughput_is_not_judged_when_the_machine_itself_changed_speed():
@@ -113,7 +113,7 @@ def test_throughput_is_not_judged_when_the_machine_itself_changed_speed():
     base = Runtime(None, None, None, steps([1000] * 12, jitter=0.05))
     slow = Runtime(None, None, None, steps([200] * 12, jitter=0.05))
     signals = {**SIGNALS, "max_drift": 0.25}
-    assert throughput_signal(base, slow, signals, drift=math.log(0.9))["flagged"]  # quiet machine: judged
+    assert throughput_signal(base, slow, signals, drift=math.log(0.9)).flagged  # quiet machine: judged
     noisy = throughput_signal(base, slow, signals, drift=math.log(0.3))  # machine 70% slower: not judged
-    assert not noisy["flagged"] and "not judged" in noisy["why"]
+    assert not noisy.flagged and "not judged" in noisy.why
     assert workaround_signals(base, slow, ("throughput",), signals, math.log(0.3)) == []

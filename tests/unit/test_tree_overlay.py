@@ -10,8 +10,8 @@ from infercheck.build import overlay as overlay_mod
 from infercheck.build.builder import build_variant
 from infercheck.build.tree import EngineTree, InstalledEngine, snapshot_installed
 from infercheck.errors import BuildError, InfercheckError
-from infercheck.patch.apply import apply_patches
-from infercheck.patch.intake import read_patch
+from infercheck.build.apply import apply_patches
+from infercheck.patch.intake import PatchFile, read_patch
 
 
 def make_package(root: Path) -> InstalledEngine:
@@ -61,6 +61,10 @@ def write_patch(tmp_path: Path, text: str, name: str = "fix.patch") -> Path:
     return path
 
 
+def patch_file(tmp_path: Path, text: str, name: str = "fix.patch") -> PatchFile:
+    return read_patch(write_patch(tmp_path, text, name))
+
+
 def test_snapshot_is_one_commit_without_compiled_files(engine):
     tree = snapshot_installed(engine)
     log = os.popen(f"git --git-dir={tree.repo_dir} log --format=%s main").read().strip()
@@ -74,7 +78,7 @@ def test_snapshot_is_one_commit_without_compiled_files(engine):
 def test_overlay_writes_changed_file_and_leaves_installed_untouched(engine, tmp_path):
     before = digest_tree(engine.package_dir)
     tree = snapshot_installed(engine)
-    env, applied = build_variant(tree, [write_patch(tmp_path, PATCH), write_patch(tmp_path, DELETE, "d.patch")],
+    env, applied = build_variant(tree, [patch_file(tmp_path, PATCH), patch_file(tmp_path, DELETE, "d.patch")],
                                  "patched", "cpu")
     assert env.strategy == "overlay"
     assert set(applied.touched) == {"vllm/v1/sample/sampler.py", "vllm/old.py"}
@@ -91,10 +95,10 @@ def test_overlay_writes_changed_file_and_leaves_installed_untouched(engine, tmp_
 
 def test_overlay_is_cached_by_tree_hash(engine, tmp_path):
     tree = snapshot_installed(engine)
-    first, _ = build_variant(tree, [write_patch(tmp_path, PATCH)], "a", "cpu")
+    first, _ = build_variant(tree, [patch_file(tmp_path, PATCH)], "a", "cpu")
     marker = Path(first.location) / "marker"
     marker.write_text("x")
-    second, _ = build_variant(tree, [write_patch(tmp_path, PATCH, "same.patch")], "b", "cpu")
+    second, _ = build_variant(tree, [patch_file(tmp_path, PATCH, "same.patch")], "b", "cpu")
     assert second.location == first.location and marker.exists()
 
 
@@ -112,7 +116,7 @@ def test_patch_that_does_not_apply(engine, tmp_path):
 def test_compiled_patch_routes_to_source_and_stops_on_cpu(engine, tmp_path):
     csrc = "--- a/csrc/cpu/attention.cpp\n+++ b/csrc/cpu/attention.cpp\n@@ -1 +1 @@\n-int a;\n+int b;\n"
     with pytest.raises(BuildError) as err:
-        build_variant(snapshot_installed(engine), [write_patch(tmp_path, csrc)], "patched", "cpu")
+        build_variant(snapshot_installed(engine), [patch_file(tmp_path, csrc)], "patched", "cpu")
     assert "csrc/cpu/attention.cpp" in str(err.value) and "source" in str(err.value)
 
 
@@ -137,7 +141,7 @@ def test_engine_src_checkout_is_fetched(engine, tmp_path, monkeypatch):
     monkeypatch.setattr(tree_mod, "find_installed_engine", lambda: engine)
     tree = tree_mod.engine_tree(checkout)
     assert isinstance(tree, EngineTree) and tree.base_commit != tree.installed_commit
-    env, _ = build_variant(tree, [write_patch(tmp_path, PATCH)], "patched", "cpu")
+    env, _ = build_variant(tree, [patch_file(tmp_path, PATCH)], "patched", "cpu")
     overlay_pkg = Path(env.location) / "vllm"
     assert (overlay_pkg / "__init__.py").read_text() == "VALUE = 2\n"  # the checkout's version
     assert (overlay_pkg / "old.py").exists()  # not deleted: only patches delete

@@ -1,6 +1,6 @@
 import pytest
 
-from infercheck.checks.records import CheckResult, Flag, Observation
+from infercheck.records import CheckResult, Flag, Observation
 from infercheck.verdict import decide, exit_code_for
 
 

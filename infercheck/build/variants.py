@@ -1,0 +1,33 @@
+"""Stage 3, build: the base and patched engines of a validate (docs/design.md, "Pipeline")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from infercheck.build.builder import build_variant
+from infercheck.build.engine_env import EngineEnv
+from infercheck.build.tree import engine_tree
+from infercheck.errors import BuildError
+from infercheck.patch.intake import PatchFile
+
+
+@dataclass
+class Variants:
+    """The built engines; `patched` is None when its build failed (the ERROR:build verdict)."""
+
+    base: EngineEnv
+    patched: EngineEnv | None
+    build_error: str | None = None
+
+
+def build_variants(engine_src: Path | None, base_patches: list[PatchFile], patch: PatchFile, device: str) -> Variants:
+    """Base = tree + base patches; patched = base + the candidate. A base that does not build is bad
+    input (InfercheckError, exit 2); a patched one that does not is ERROR:build."""
+    tree = engine_tree(engine_src)
+    base, _ = build_variant(tree, base_patches, "base", device)
+    try:
+        patched, _ = build_variant(tree, [*base_patches, patch], "patched", device)
+    except BuildError as exc:
+        return Variants(base, None, str(exc))
+    return Variants(base, patched)

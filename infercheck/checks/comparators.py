@@ -1,0 +1,129 @@
+"""The comparator registry: every comparator an app can name in its `compare:` list.
+
+A comparator is one function decorated with `@comparator(...)`, which declares what it needs from
+the run (`reference`: the HF reference's teacher-forced scoring of the app's outputs;
+`full_distributions`: that scoring over the whole vocabulary, not only the engine's top-k) and how
+its detail is shown (`shown`: the detail keys the report lists, in order; empty shows every key).
+The plan reads the needs (which outputs the reference scores), the app loader the names (an
+unknown comparator is a one-line error), the report the display. Adding a comparator touches this
+file and the app YAML that names it: docs/design.md, "Adding a comparator".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from infercheck.checks import app_compare as cmp
+from infercheck.payloads import Comparison
+from infercheck.run.job import RequestResult
+from infercheck.specs import App
+
+
+@dataclass(frozen=True)
+class ComparatorInput:
+    """One app's results on one variant, with what a comparator may read beside them."""
+
+    app: App
+    results: list[RequestResult]
+    refs: dict[str, RequestResult]  # engine request id -> the reference's scoring of it
+    params: dict[str, dict[str, Any]]  # engine request id -> its sampling params
+    profile: dict[str, float]  # the tolerance profile (suites/tolerances.yaml) of the run's dtype
+
+    @property
+    def workload(self) -> dict[str, Any]:
+        return self.app.workload
+
+
+CompareFn = Callable[[ComparatorInput, dict[str, Any]], Comparison]
+
+
+@dataclass(frozen=True)
+class Comparator:
+    name: str
+    compare: CompareFn  # (input, the app's options for this comparator) -> Comparison
+    reference: bool
+    full_distributions: bool
+    shown: tuple[str, ...]
+    doc: str
+
+    def shown_detail(self, detail: dict[str, Any]) -> dict[str, Any]:
+        """The part of a Comparison's detail the report lists."""
+        return {k: detail[k] for k in self.shown if k in detail} if self.shown else dict(detail)
+
+
+REGISTRY: dict[str, Comparator] = {}
+
+
+def comparator(name: str, *, reference: bool = False, full_distributions: bool = False,
+               shown: tuple[str, ...] = ()) -> Callable[[CompareFn], CompareFn]:
+    """Register `fn` as the comparator `name` (see the module docstring)."""
+    def register(fn: CompareFn) -> CompareFn:
+        if name in REGISTRY:
+            raise ValueError(f"comparator {name!r} registered twice")
+        REGISTRY[name] = Comparator(name, fn, reference or full_distributions, full_distributions, shown,
+                                    (fn.__doc__ or "").strip().split("\n")[0])
+        return fn
+    return register
+
+
+def needs_reference(names: tuple[str, ...]) -> bool:
+    return any(REGISTRY[n].reference for n in names)
+
+
+def needs_full_distributions(names: tuple[str, ...]) -> bool:
+    return any(REGISTRY[n].full_distributions for n in names)
+
+
+def run_comparators(inp: ComparatorInput) -> list[Comparison]:
+    """The app's comparators, in its `compare:` order."""
+    return [REGISTRY[name].compare(inp, inp.app.options_for(name)) for name in inp.app.compare]
+
+
+# ---- the comparators -------------------------------------------------------------------------
+
+@comparator("reference", reference=True,
+            shown=("max_kl", "mean_kl", "max_abs_dlogprob", "top1_agreement", "diverged", "failed_on"))
+def reference(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
+    """Greedy outputs match the HF reference, teacher-forced, within the dtype's tolerances."""
+    return cmp.compare_reference(inp.results, inp.refs, inp.profile)
+
+
+@comparator("consistency", shown=("pairs", "mismatches", "missing"))
+def consistency(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
+    """Set `b`'s outputs equal set `a`'s for every shared key (near ties excepted)."""
+    return cmp.compare_consistency(inp.results, options["a"], options["b"], inp.profile["near_tie"])
+
+
+@comparator("seeded", shown=("repeats", "mismatches"))
+def seeded(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
+    """Every repeat of a seeded request gives the same tokens."""
+    return cmp.compare_seeded(inp.results)
+
+
+@comparator("sampler", full_distributions=True, shown=("alpha", "combinations"))
+def sampler(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
+    """Sampled tokens fit the exact distribution the reference implies for their parameters."""
+    return cmp.compare_sampler(inp.results, inp.refs, inp.params, float(options.get("alpha", 0.001)),
+                               float(options.get("min_expected", 5)))
+
+
+@comparator("logprobs", full_distributions=True)
+def logprobs(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
+    """Raw, processed and prompt logprobs equal the reference's log-softmax (at the temperature)."""
+    temperature = float((inp.workload.get("processed_sampling") or {}).get("temperature", 0.7))
+    return cmp.compare_logprobs(inp.results, inp.refs, temperature, inp.profile["max_abs_dlogprob"])
+
+
+@comparator("structured", full_distributions=True, shown=("invalid", "off_steps", "outputs"))
+def structured(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
+    """Outputs are valid against the schema and each step takes the reference's best allowed token."""
+    return cmp.compare_structured(inp.results, inp.refs, inp.workload["schema"], inp.profile["near_tie"])
+
+
+@comparator("stop", shown=("stop_triggered", "problems"))
+def stop(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
+    """Stopped outputs end at the first stop string (kept or cut); n>1 completions likewise."""
+    w = inp.workload
+    return cmp.compare_stop(inp.results, list(w["stops"]), int(w.get("n", 4)), int(w.get("max_tokens", 24)),
+                            bool(w.get("include_stop_str_in_output")))

@@ -1,0 +1,85 @@
+"""Stage 4, run: the workers of a validate, one after another (docs/design.md, "Pipeline").
+
+Base, then patched (the same engine job), then the pytest symptom in both envs, then the HF
+reference re-scoring each variant's outputs and running the lm-eval tasks. A worker that fails
+stops the stage where nothing after it could be judged; how each worker ended is saved as
+`runs/outcome.json` (infercheck/run/store.py), which is all the grade stage needs beside the rows.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from infercheck.build.engine_env import EngineEnv, installed_env
+from infercheck.build.variants import Variants
+from infercheck.console import Progress
+from infercheck.device import detect_device
+from infercheck.options import ValidateOptions
+from infercheck.plan import Plan, engine_job, reference_eval_job, reference_job
+from infercheck.run.cache import launch_cached
+from infercheck.run.job import Job
+from infercheck.run.launcher import WorkerRun
+from infercheck.run.pytest_runner import run_pytest
+from infercheck.run.store import BASE, PATCHED, REFERENCE_EVAL, RunOutcome, WorkerOutcome, reference_worker
+from infercheck.names import SymptomKind
+
+
+@dataclass
+class Runner:
+    opts: ValidateOptions
+    runs_dir: Path
+    progress: Progress
+    deadline: float | None = None  # --run-timeout: when the whole run's time is up (time.time())
+
+    def run(self, job: Job, env: EngineEnv, name: str, outcome: RunOutcome) -> WorkerRun:
+        """One worker under the per-worker timeout and what is left of the whole run's."""
+        started = time.time()
+        timeout = self.opts.timeout_s if self.deadline is None else min(self.opts.timeout_s, self.deadline - started)
+        if timeout <= 0:
+            self.progress(f"run {env.name}: not started, the run's time budget is spent")
+            run = WorkerRun(env.name, self.runs_dir / name, False, None, 0.0, "timeout",
+                            f"the run's time budget (--run-timeout {self.opts.run_timeout_s:g}s) was spent "
+                            f"before this worker")
+            reused = 0
+        else:
+            run, reused = launch_cached(job, env, self.runs_dir / name, timeout, reuse=self.opts.reuse)
+            state = "ok" if run.ok else f"FAILED ({run.error_kind})"
+            if reused:
+                state += f", {reused}/{len(job.groups)} group(s) reused from cache"
+            self.progress(f"run {env.name}: {state} in {time.time() - started:.1f}s")
+        outcome.workers[name] = WorkerOutcome(run.ok, run.error_kind, run.error, round(run.elapsed_s, 2), reused)
+        return run
+
+
+def execute(plan: Plan, variants: Variants, runner: Runner) -> RunOutcome:
+    """Run every worker the plan needs and save how each ended; returns that record."""
+    outcome = RunOutcome(build_error=variants.build_error)
+    if variants.patched is not None:
+        run_workers(plan, variants.base, variants.patched, runner, outcome)
+    outcome.save(runner.runs_dir)
+    return outcome
+
+
+def run_workers(plan: Plan, base: EngineEnv, patched: EngineEnv, runner: Runner, outcome: RunOutcome) -> None:
+    job = engine_job(plan)
+    runs = {BASE: runner.run(job, base, BASE, outcome)}
+    if not runs[BASE].ok:
+        return
+    runs[PATCHED] = runner.run(job, patched, PATCHED, outcome)
+    if not runs[PATCHED].ok:
+        return
+    if plan.symptom is not None and plan.symptom.kind == SymptomKind.PYTEST:
+        for variant, env in ((BASE, base), (PATCHED, patched)):
+            outcome.pytest[variant] = run_pytest(plan.symptom, env, runner.runs_dir / f"pytest-{variant}",
+                                                 runner.opts.timeout_s)
+    reference_env = replace(installed_env(detect_device()), name="reference")
+    for variant in (BASE, PATCHED):
+        name = reference_worker(variant)
+        ref_job, _ = reference_job(plan, runs[variant].results())
+        if not runner.run(ref_job, replace(reference_env, name=name), name, outcome).ok:
+            return
+    eval_job = reference_eval_job(plan)
+    if eval_job is not None:
+        runner.run(eval_job, replace(reference_env, name=REFERENCE_EVAL), REFERENCE_EVAL, outcome)

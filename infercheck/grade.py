@@ -1,0 +1,118 @@
+"""Stage 5, grade: stored worker results in, CheckResults and run-level flags out (docs/design.md,
+"Pipeline"). Pure: no engine, no files — the run folder is read by `run.store.load_stored` before,
+so `infercheck regrade RUN_DIR` redoes this stage (and verdict and report) from what a run left.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from infercheck.app_ids import app_of
+from infercheck.checks.accuracy import accuracy_check, per_sample
+from infercheck.checks.app_check import app_check
+from infercheck.checks.parity_check import parity_check
+from infercheck.checks.signals import machine_drift, runtime_of
+from infercheck.checks.static_signals import static_check
+from infercheck.checks.symptom import app_symptom_check, symptom_check
+from infercheck.names import ENGINE_VARIANTS, CheckKind, Stage, SymptomKind, Variant, error_code
+from infercheck.plan import SYMPTOM, Plan, reference_job
+from infercheck.records import CheckResult, Flag
+from infercheck.run.job import RequestResult
+from infercheck.run.store import REFERENCE_EVAL, StoredRun, reference_worker
+
+
+@dataclass
+class Graded:
+    checks: list[CheckResult] = field(default_factory=list)
+    run_flags: list[Flag] = field(default_factory=list)  # ERROR:<stage> of a run that could not be judged
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What grading is judged against: the dtype's tolerances and the workaround-signal settings."""
+
+    profile: dict[str, float]
+    signals: dict[str, float]
+
+
+def run_errors(stored: StoredRun) -> list[Flag]:
+    """Why nothing can be judged, if so: a build that failed, an engine or reference that failed."""
+    outcome = stored.outcome
+    if outcome.build_error is not None:
+        return [Flag(error_code(Stage.BUILD), None, outcome.build_error)]
+    base, patched = outcome.workers.get(Variant.BASE), outcome.workers.get(Variant.PATCHED)
+    if base is None or not base.ok:
+        why = base.error if base else "it did not run"
+        return [Flag(error_code(Stage.BASE), None, f"the unpatched base engine failed, nothing can be judged: {why}")]
+    if patched is None or not patched.ok:
+        kind, why = (patched.error_kind, patched.error) if patched else ("missing", "it did not run")
+        return [Flag(error_code(Stage.RUN), None, f"patched engine failed where base ran ({kind}): {why}")]
+    for name in (*(reference_worker(v) for v in ENGINE_VARIANTS), REFERENCE_EVAL):
+        ref = outcome.workers.get(name)
+        if (ref is None and name != REFERENCE_EVAL) or (ref is not None and not ref.ok):
+            return [Flag(error_code(Stage.REFERENCE), None,
+                         f"the HF reference failed: {ref.error if ref else 'it did not run'}")]
+    return []
+
+
+def reference_rows(plan: Plan, stored: StoredRun, engine: dict[Variant, list[RequestResult]]
+                   ) -> dict[Variant, dict[str, RequestResult]]:
+    """variant -> engine request id -> the reference's scoring of it (ids re-derived from the plan)."""
+    refs = {}
+    for variant in ENGINE_VARIANTS:
+        _, id_map = reference_job(plan, engine[variant])
+        by_id = {r.id: r for r in stored.of(reference_worker(variant)).results}
+        refs[variant] = {eid: by_id[rid] for eid, rid in id_map.items() if rid in by_id}
+    return refs
+
+
+def app_checks(plan: Plan, stored: StoredRun, engine: dict[Variant, list[RequestResult]],
+               refs: dict[Variant, dict[str, RequestResult]], settings: Settings) -> list[CheckResult]:
+    affected = set(plan.symptom.affected) | {plan.symptom.app or ""} if plan.symptom else set()
+    params = plan.sampling_params()
+    groups = {v: stored.of(v).groups for v in ENGINE_VARIANTS}
+    drift = machine_drift(groups[Variant.BASE], groups[Variant.PATCHED])
+    checks = []
+    for app in plan.apps:
+        mine = {v: [r for r in engine[v] if app_of(r.id) == app.name] for v in ENGINE_VARIANTS}
+        runtime = {v: runtime_of([g for g in groups[v] if g.name.startswith(f"app:{app.name}:")])
+                   for v in ENGINE_VARIANTS}
+        checks.append(app_check(app, plan.app_reasons.get(app.name, ""),
+                                app.check_name in affected or app.name in affected, mine, refs, runtime, params,
+                                settings.profile, settings.signals, drift))
+    return checks
+
+
+def grade(plan: Plan, stored: StoredRun, settings: Settings, patch_text: str) -> Graded:
+    """Every check of the plan over the stored results; the static check always, on the patch text."""
+    errors = run_errors(stored)
+    if errors:
+        return Graded([], errors)
+    engine = {v: stored.of(v).results for v in ENGINE_VARIANTS}
+    refs = reference_rows(plan, stored, engine)
+    prompts = plan.prompts()
+    texts = {k: p.text for k, p in prompts.items()}
+    affected = set(plan.symptom.affected) if plan.symptom and plan.symptom.affected else None
+    is_affected = lambda name: affected is None or name in affected  # noqa: E731
+    checks: list[CheckResult] = []
+    apps = app_checks(plan, stored, engine, refs, settings)
+    symptom = plan.symptom
+    if symptom is not None and symptom.kind == SymptomKind.APP:
+        checks.append(app_symptom_check(symptom, next(c for c in apps if c.name == f"app/{symptom.app}")))
+    elif symptom is not None:
+        only = {v: [r for r in engine[v] if r.id.startswith(SYMPTOM + "#")] for v in ENGINE_VARIANTS}
+        pytest = {Variant(v): o for v, o in stored.outcome.pytest.items()}
+        checks.append(symptom_check(symptom, only, refs, prompts, settings.profile, pytest))
+    for suite in plan.parity_suites():
+        mine = {v: [r for r in engine[v] if r.id.startswith(suite.name + "#")] for v in ENGINE_VARIANTS}
+        checks.append(parity_check(suite.name, CheckKind.PARITY, mine, refs, settings.profile,
+                                   is_affected(suite.name), texts, suite.description))
+    rows = {Variant.BASE: stored.of(Variant.BASE).lm_eval, Variant.PATCHED: stored.of(Variant.PATCHED).lm_eval,
+            Variant.REFERENCE: stored.of(REFERENCE_EVAL).lm_eval}
+    for suite in plan.accuracy_suites():
+        samples = {v: per_sample(rows[v], suite.name, suite.metric) for v in Variant}
+        checks.append(accuracy_check(suite.name, suite.metric, suite.tolerance, samples, is_affected(suite.name),
+                                     suite.description))
+    checks += apps
+    checks.append(static_check(patch_text, plan.reported_prompts()))
+    return Graded(checks, [])

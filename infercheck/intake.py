@@ -1,0 +1,87 @@
+"""Stage 1, intake: every input read and checked before anything runs (docs/design.md, "Pipeline").
+
+The patch text is read here once and carried on; a bad patch, model, symptom, suite or app ends
+the validate with one line (InfercheckError, exit 2) before any build or worker starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from infercheck.errors import InfercheckError
+from infercheck.models import zoo
+from infercheck.neighbours import choose_apps
+from infercheck.options import ValidateOptions
+from infercheck.patch.intake import PatchFile, read_patch
+from infercheck.paths import SUITES_DIR
+from infercheck.records import PatchInfo
+from infercheck.specs import App, Suite, SymptomSpec
+from infercheck.suites import load_symptom, select_suites
+from infercheck.yamlio import read_yaml
+
+CI_CONFIG = (".github/", ".buildkite/", ".gitlab-ci", ".circleci/", "tox.ini", "noxfile.py")
+
+
+@dataclass
+class Intake:
+    opts: ValidateOptions
+    patch: PatchFile  # the candidate, read once
+    base_patches: list[PatchFile]
+    model_dir: Path
+    symptom: SymptomSpec | None
+    profile: dict[str, float]  # parity tolerances of the run's dtype (suites/tolerances.yaml)
+    signals: dict[str, float]  # workaround-signal settings (suites/signals.yaml)
+    suites: list[Suite]
+    apps: list[App]
+    app_reasons: dict[str, str] = field(default_factory=dict)  # app name -> why it was selected
+
+    @property
+    def model_name(self) -> str:
+        return self.model_dir.name
+
+    @property
+    def judges(self) -> list[str]:
+        return judge_edits(self.patch.classes)
+
+    def patch_info(self) -> PatchInfo:
+        return patch_record(self.opts.patch, self.patch)
+
+    def base_patch_infos(self) -> list[PatchInfo]:
+        return [patch_record(path, p) for path, p in zip(self.opts.base_patches, self.base_patches)]
+
+
+def judge_edits(touched: dict[str, str]) -> list[str]:
+    """Files of a patch (path -> class) that judge the engine rather than make it: its tests and CI
+    config."""
+    return [f for f, cls in touched.items() if cls == "tests" or f.startswith(CI_CONFIG)]
+
+
+def patch_record(path: Path, patch: PatchFile) -> PatchInfo:
+    return PatchInfo(str(path), Path(path).name, patch.text, patch.classes)
+
+
+def tolerance_profile(dtype: str, path: Path = SUITES_DIR / "tolerances.yaml") -> dict[str, float]:
+    profiles = read_yaml(path)
+    if dtype not in profiles:
+        raise InfercheckError(f"no tolerance profile for dtype {dtype!r} (known: {', '.join(profiles)})")
+    return {k: float(v) for k, v in profiles[dtype].items()}
+
+
+def signal_settings(path: Path = SUITES_DIR / "signals.yaml") -> dict[str, float]:
+    return {k: float(v) for k, v in read_yaml(path).items()}
+
+
+def intake(opts: ValidateOptions) -> Intake:
+    patch = read_patch(Path(opts.patch))
+    judges = judge_edits(patch.classes)
+    if judges and opts.refuse_judge_edits:
+        raise InfercheckError(f"patch edits its own judges (tests / CI config: {', '.join(judges[:3])}), "
+                              f"refused (--refuse-judge-edits)")
+    base_patches = [read_patch(Path(p)) for p in opts.base_patches]
+    model_dir = zoo.model_dir(opts.model)
+    symptom = load_symptom(opts.symptom) if opts.symptom else None
+    suites = select_suites(model_dir.name, opts.suites)
+    apps, reasons = choose_apps(list(patch.files), opts.apps, symptom.app if symptom else None)
+    return Intake(opts, patch, base_patches, model_dir, symptom, tolerance_profile(opts.dtype), signal_settings(),
+                  suites, apps, reasons)

@@ -1,0 +1,212 @@
+"""What a check measured beyond its headline number, one record per check kind (docs/design.md,
+"Records"): a `Detail` per observation (base, patched, reference) and a `Payload` per check.
+
+Stored in results.json with a `type` tag (the class name), so `infercheck report` reads them back
+into the same classes. Records only: no engine, no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+
+@dataclass
+class Detail:
+    """One variant's secondary measurements, shown beside its value."""
+
+    def rows(self) -> list[tuple[str, Any]]:
+        """(name, value) of every field that holds something, in field order."""
+        return [(f.name, getattr(self, f.name)) for f in fields(self)
+                if getattr(self, f.name) not in (None, "", [], {})]
+
+
+@dataclass
+class Payload:
+    """A check's comparison across variants (paired statistics, signals, settings)."""
+
+    def workaround_reason(self) -> str | None:
+        """Why the feature looks disabled or bypassed on patched; None when nothing says so."""
+        return None
+
+    def regressed_parts(self) -> list[str]:
+        """Parts of the check (e.g. an app's comparators) that held on base and fail on patched."""
+        return []
+
+    def rows(self) -> list[tuple[str, Any]]:
+        return [(f.name, getattr(self, f.name)) for f in fields(self)
+                if getattr(self, f.name) not in (None, "", [], {})]
+
+
+# ---- parity ----------------------------------------------------------------------------------
+
+@dataclass
+class ParityDetail(Detail):
+    positions: int
+    mean_kl: float
+    p99_kl: float
+    top1_agreement: float  # near ties count as agreement
+    near_ties: int
+    max_abs_dlogprob: float
+    first_divergence: int | None  # earliest over requests
+    diverged_requests: int
+    failed_on: list[str] = field(default_factory=list)  # the tolerances it broke, in words
+
+
+@dataclass
+class ParityPayload(Payload):
+    profile: dict[str, float]  # the tolerance profile judged against
+
+
+# ---- accuracy ----------------------------------------------------------------------------------
+
+@dataclass
+class PairedAccuracy:
+    """Two variants' per-sample 0/1 vectors compared on the same samples (checks/stats.py)."""
+
+    n: int
+    acc_a: float
+    acc_b: float
+    diff: float  # acc_b - acc_a
+    ci_a: tuple[float, float]  # Wilson
+    ci_b: tuple[float, float]  # Wilson
+    diff_ci: tuple[float, float]  # paired bootstrap
+    b_only_a: int  # right on a only
+    c_only_b: int  # right on b only
+    p_value: float  # exact McNemar
+    mde: float
+    tolerance: float
+    significant_drop: bool  # p < alpha and diff < 0
+    regression: bool  # significant_drop and -diff > tolerance
+    within_margin: bool  # |diff| <= tolerance ("restored" when a is the reference)
+    underpowered: bool  # mde > tolerance
+
+
+@dataclass
+class AccuracyPayload(Payload):
+    tolerance: float
+    paired_samples: int
+    base_vs_patched: PairedAccuracy | None = None
+    reference_vs_patched: PairedAccuracy | None = None
+    reference_vs_base: PairedAccuracy | None = None
+
+
+# ---- symptom-only details ----------------------------------------------------------------------
+
+@dataclass
+class AnswerDetail(Detail):
+    wrong_examples: list[str] = field(default_factory=list)  # prompt tail -> answer (want ...)
+
+
+@dataclass
+class SaneOutputDetail(Detail):
+    problems: dict[str, str] = field(default_factory=dict)  # request id -> why it is not sane
+
+
+@dataclass
+class PytestDetail(Detail):
+    tail: str = ""  # the last lines pytest printed
+    returncode: int | None = None
+
+
+@dataclass
+class ReferenceDetail(Detail):
+    role: str  # what the reference is, in words
+
+
+# ---- neighbouring applications -----------------------------------------------------------------
+
+@dataclass
+class Comparison:
+    """One comparator's outcome on one variant (checks/comparators.py)."""
+
+    comparator: str
+    passed: bool
+    value: float | None  # the headline number (max KL, mismatches, min p-value, ...)
+    summary: str
+    detail: dict[str, Any] = field(default_factory=dict)  # the comparator's own numbers
+    examples: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class RuntimeRecord:
+    """An app's engine counters on one variant."""
+
+    tokens_per_s: float | None = None
+    hit_rate: float | None = None  # prefix-cache hits / queries
+    preemptions: int | None = None
+    steps: int = 0  # generate calls timed
+
+
+@dataclass
+class ThroughputSignal:
+    """The same steps' tokens/s on patched vs base, beyond the machine's drift (checks/signals.py)."""
+
+    median_slowdown: float
+    tolerance: float
+    p_value: float
+    steps: int
+    machine_drift: float
+    flagged: bool
+    why: str
+
+
+@dataclass
+class AppDetail(Detail):
+    comparisons: list[Comparison] = field(default_factory=list)
+    runtime: RuntimeRecord = field(default_factory=RuntimeRecord)
+    failed: list[str] = field(default_factory=list)  # comparators that failed
+
+    def comparison(self, name: str) -> Comparison | None:
+        return next((c for c in self.comparisons if c.comparator == name), None)
+
+
+@dataclass
+class AppPayload(Payload):
+    runtime: dict[str, RuntimeRecord] = field(default_factory=dict)  # variant -> counters
+    regressed: list[str] = field(default_factory=list)  # comparators that held on base, fail on patched
+    throughput_recorded: bool = False  # the app records throughput (None below: too few paired steps)
+    throughput: ThroughputSignal | None = None
+    workaround: str | None = None
+    note: str | None = None
+
+    def workaround_reason(self) -> str | None:
+        return self.workaround
+
+    def regressed_parts(self) -> list[str]:
+        return list(self.regressed)
+
+
+# ---- static patch signs --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Evidence:
+    file: str
+    line: int  # line number in the new file
+    sign: str  # feature_off | swallowed_exception | reported_prompt | sampling_param_ignored
+    text: str
+
+
+@dataclass
+class StaticDetail(Detail):
+    evidence: list[Evidence] = field(default_factory=list)
+    note: str = ""
+
+
+@dataclass
+class StaticPayload(Payload):
+    workaround: str | None = None
+
+    def workaround_reason(self) -> str | None:
+        return self.workaround
+
+
+def tagged_classes() -> dict[str, type]:
+    """Every Detail and Payload class by name: the `type` tags of results.json."""
+    out: dict[str, type] = {}
+    todo = [Detail, Payload]
+    while todo:
+        cls = todo.pop()
+        out[cls.__name__] = cls
+        todo.extend(cls.__subclasses__())
+    return out

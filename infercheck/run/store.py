@@ -1,0 +1,102 @@
+"""The stored results of a run (docs/design.md, "State"): what the run stage leaves in
+`<run>/runs/` and the grade stage reads back, so grading needs no engine and `regrade` can redo it.
+
+`runs/outcome.json` records how every worker ended (and a build error, and the pytest symptom's
+outcome per variant); each worker folder holds its rows (results.jsonl, groups.jsonl,
+lm_eval.jsonl). `load_stored` reads the whole folder into one StoredRun.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from infercheck.errors import InfercheckError
+from infercheck.run.job import GROUPS, LM_EVAL, RESULTS, GroupResult, RequestResult, read_jsonl
+
+OUTCOME = "outcome.json"
+BASE, PATCHED = "base", "patched"
+REFERENCE_EVAL = "reference-eval"
+
+
+def reference_worker(variant: str) -> str:
+    """The worker that re-scores one engine variant's outputs."""
+    return f"reference-{variant}"
+
+
+@dataclass
+class PytestOutcome:
+    passed: bool
+    returncode: int | None
+    tail: str = ""
+
+
+@dataclass
+class WorkerOutcome:
+    ok: bool
+    error_kind: str | None = None  # bad_engine_arg | exception | crash | timeout | ...
+    error: str | None = None
+    elapsed_s: float = 0.0
+    reused_groups: int = 0
+
+
+@dataclass
+class RunOutcome:
+    """How the run stage ended: worker name -> outcome, in the order they ran."""
+
+    workers: dict[str, WorkerOutcome] = field(default_factory=dict)
+    build_error: str | None = None  # the patched variant did not build: no worker ran
+    pytest: dict[str, PytestOutcome] = field(default_factory=dict)  # variant -> the pytest symptom
+
+    def save(self, runs_dir: Path) -> None:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=runs_dir, prefix=f".{OUTCOME}.", suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            json.dump(asdict(self), fh, indent=1)
+        os.replace(tmp, runs_dir / OUTCOME)
+
+    @classmethod
+    def load(cls, runs_dir: Path) -> "RunOutcome":
+        path = runs_dir / OUTCOME
+        try:
+            data = json.loads(path.read_text())
+            return cls({k: WorkerOutcome(**v) for k, v in data.get("workers", {}).items()}, data.get("build_error"),
+                       {k: PytestOutcome(**v) for k, v in data.get("pytest", {}).items()})
+        except FileNotFoundError:
+            raise InfercheckError(f"no {OUTCOME} in {runs_dir}: the run stage did not finish "
+                                  f"(finish it with `infercheck validate --resume`)") from None
+        except (OSError, ValueError, TypeError, AttributeError) as exc:
+            raise InfercheckError(f"cannot read {path}: {type(exc).__name__}: {exc}".splitlines()[0]) from None
+
+
+@dataclass
+class WorkerRows:
+    """One worker folder's rows."""
+
+    results: list[RequestResult] = field(default_factory=list)
+    groups: list[GroupResult] = field(default_factory=list)
+    lm_eval: list[dict[str, Any]] = field(default_factory=list)
+
+
+def read_rows(folder: Path) -> WorkerRows:
+    return WorkerRows([RequestResult.from_dict(r) for r in read_jsonl(folder / RESULTS)],
+                      [GroupResult(**g) for g in read_jsonl(folder / GROUPS)], read_jsonl(folder / LM_EVAL))
+
+
+@dataclass
+class StoredRun:
+    outcome: RunOutcome
+    rows: dict[str, WorkerRows]  # worker name -> its rows
+
+    def of(self, worker: str) -> WorkerRows:
+        return self.rows.get(worker) or WorkerRows()
+
+
+def load_stored(runs_dir: Path) -> StoredRun:
+    """Everything the grade stage reads, from a run's `runs/` folder."""
+    outcome = RunOutcome.load(runs_dir)
+    return StoredRun(outcome, {name: read_rows(runs_dir / name) for name in outcome.workers})
