@@ -29,10 +29,16 @@ def read_yaml(path: Path) -> dict[str, Any]:
 def parse_record(cls: type[T], data: dict[str, Any], where: Path | str) -> T:
     """`data` as a `cls` dataclass, defaults filled in, unknown keys refused; an error names the file
     and the key (e.g. `suites/parity/x.yaml: wrong value type for field "max_tokens" ...`)."""
-    config = dacite.Config(strict=True, cast=[tuple, float])
+    config = dacite.Config(strict=True, cast=[tuple], type_hooks={float: _int_as_float})
     try:
         return dacite.from_dict(cls, data, config=config)
+    except dacite.UnexpectedDataError as exc:
+        raise InfercheckError(f"{where}: unknown key(s) {', '.join(sorted(map(repr, exc.keys)))}") from None
     except dacite.DaciteError as exc:
         raise InfercheckError(f"{where}: {str(exc).splitlines()[0]}") from None
-    except (ValueError, TypeError) as exc:  # a cast that failed (a float) names the value
-        raise InfercheckError(f"{where}: {str(exc).splitlines()[0]}") from None
+
+
+def _int_as_float(value: Any) -> Any:
+    """YAML writes `tolerance: 1` as an int; a float field takes it. Anything else stays as it is
+    (and fails the type check with the field named)."""
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value

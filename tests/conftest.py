@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,3 +31,17 @@ def patch_dir() -> Path:
 
 def cli_env(cache: Path) -> dict[str, str]:
     return {**os.environ, "INFERCHECK_CACHE": str(cache)}
+
+
+def infercheck(cache: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """The CLI in a subprocess, with its own cache folder."""
+    return subprocess.run([sys.executable, "-m", "infercheck.cli", *args], capture_output=True, text=True,
+                          env=cli_env(cache), timeout=timeout)
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, code: int, fragment: str) -> None:
+    """Bad input ends as exactly one `infercheck: error:` line naming it, the exit code, no traceback."""
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("infercheck: error:")]
+    assert len(errors) == 1 and fragment in errors[0], proc.stderr

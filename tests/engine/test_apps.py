@@ -33,7 +33,7 @@ def test_every_app_passes_on_the_unmodified_engine(all_apps_run):
     assert set(apps) == {f"app/{name}" for name in load_apps()}
     for name, check in apps.items():
         assert check["base"]["passed"] and check["patched"]["passed"], (name, check["base"]["detail"])
-        assert not check["flags"], (name, check["flags"], check["comparison"])
+        assert not check["flags"], (name, check["flags"], check["payload"])
     assert results["verdict"]["headline"] == "CLEAN", proc.stdout
 
 
@@ -48,6 +48,7 @@ def test_apps_record_what_they_exercise(all_apps_run):
     assert all(r["tokens_per_s"] and r["tokens_per_s"] > 0 for r in runtime.values())
     for name in ("app/stop-and-n", "app/stop-included"):
         stop = next(c for c in results["checks"] if c["name"] == name)
-        assert stop["base"]["detail"]["stop_detail"]["stop_triggered"] > 0  # stop strings actually occur
+        found = next(c for c in stop["base"]["detail"]["comparisons"] if c["comparator"] == "stop")
+        assert found["detail"]["stop_triggered"] > 0  # stop strings actually occur
     html = (out / "index.html").read_text()
     assert "app/agent-multiturn" in html and "named with --apps" in html

@@ -53,6 +53,19 @@ def test_every_quick_report_carries_its_evidence(quick_bench):
             assert json.loads((folder / "verdict.json").read_text())["expected"] == row["expected"]
 
 
+def test_regrade_reproduces_every_verdict_without_engine(quick_bench):
+    """grade → verdict → report again from each run folder's stored worker results: the same
+    verdict.json, byte for byte (the harness has not changed in between)."""
+    out, bench, _ = quick_bench
+    for row in bench["rows"]:
+        folder = out / row["report"]
+        before = (folder / "verdict.json").read_text()
+        proc = subprocess.run([sys.executable, "-m", "infercheck.cli", "regrade", str(folder)], capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+        assert (folder / "verdict.json").read_text() == before, row["candidate"]
+
+
 def test_report_rerenders_without_engine(quick_bench, tmp_path):
     out, bench, _ = quick_bench
     folder = out / bench["rows"][-1]["report"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.test_cli import assert_one_line_error, infercheck
+from tests.conftest import assert_one_line_error, infercheck
 
 pytestmark = pytest.mark.engine
 

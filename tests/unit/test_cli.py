@@ -3,23 +3,10 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli_env
-
-
-def infercheck(cache: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "infercheck.cli", *args], capture_output=True, text=True,
-                          env=cli_env(cache), timeout=timeout)
-
-
-def assert_one_line_error(proc: subprocess.CompletedProcess, code: int, fragment: str) -> None:
-    assert proc.returncode == code, proc.stderr
-    assert "Traceback" not in proc.stderr
-    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("infercheck: error:")]
-    assert len(errors) == 1 and fragment in errors[0], proc.stderr
+from tests.conftest import assert_one_line_error, cli_env, infercheck
 
 
 def test_missing_model_folder(isolated_cache, tmp_path):

@@ -2,7 +2,6 @@
 these tests exercise the harness's process handling, not an engine."""
 
 import json
-import os
 import stat
 from pathlib import Path
 
