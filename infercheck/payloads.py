@@ -11,14 +11,17 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 
+def filled_fields(record: Any) -> list[tuple[str, Any]]:
+    """(name, value) of every field of a dataclass that holds something, in field order."""
+    return [(f.name, getattr(record, f.name)) for f in fields(record) if getattr(record, f.name) not in (None, "", [], {})]
+
+
 @dataclass
 class Detail:
     """One variant's secondary measurements, shown beside its value."""
 
     def rows(self) -> list[tuple[str, Any]]:
-        """(name, value) of every field that holds something, in field order."""
-        return [(f.name, getattr(self, f.name)) for f in fields(self)
-                if getattr(self, f.name) not in (None, "", [], {})]
+        return filled_fields(self)
 
 
 @dataclass
@@ -34,8 +37,7 @@ class Payload:
         return []
 
     def rows(self) -> list[tuple[str, Any]]:
-        return [(f.name, getattr(self, f.name)) for f in fields(self)
-                if getattr(self, f.name) not in (None, "", [], {})]
+        return filled_fields(self)
 
 
 # ---- parity ----------------------------------------------------------------------------------
