@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -136,3 +137,13 @@ def test_a_patch_that_edits_its_own_judges_can_be_refused(isolated_cache, tmp_pa
     # without the option the flag is kept in the verdict but does not change the headline
     verdict = decide([], [Flag(Notice.EDITS_OWN_JUDGES, None, "edits its own judges")], has_symptom=True)
     assert verdict.headline == "RESOLVED" and verdict.flags[0].code == Notice.EDITS_OWN_JUDGES
+
+
+def test_a_closed_stdout_is_not_a_traceback(isolated_cache):
+    """`infercheck neighbours P | head -1`: the reader goes away early; the command ends quietly."""
+    patch = Path(__file__).resolve().parents[2] / "patches" / "top-k-mixed-batch" / "bug.patch"
+    proc = subprocess.Popen([sys.executable, "-m", "infercheck.cli", "neighbours", str(patch)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=cli_env(isolated_cache), bufsize=0)
+    proc.stdout.close()  # before the command writes anything
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode in (0, 141) and b"Traceback" not in err, err.decode()
