@@ -16,14 +16,14 @@ from infercheck.build.engine_env import EngineEnv, installed_env
 from infercheck.build.variants import Variants
 from infercheck.console import Progress
 from infercheck.device import detect_device
+from infercheck.names import ENGINE_VARIANTS, SymptomKind, Variant
 from infercheck.options import ValidateOptions
 from infercheck.plan import Plan, engine_job, reference_eval_job, reference_job
 from infercheck.run.cache import launch_cached
 from infercheck.run.job import Job
 from infercheck.run.launcher import WorkerRun
 from infercheck.run.pytest_runner import run_pytest
-from infercheck.run.store import BASE, PATCHED, REFERENCE_EVAL, RunOutcome, WorkerOutcome, reference_worker
-from infercheck.names import SymptomKind
+from infercheck.run.store import REFERENCE_EVAL, RunOutcome, WorkerOutcome, reference_worker
 
 
 @dataclass
@@ -64,18 +64,18 @@ def execute(plan: Plan, variants: Variants, runner: Runner) -> RunOutcome:
 
 def run_workers(plan: Plan, base: EngineEnv, patched: EngineEnv, runner: Runner, outcome: RunOutcome) -> None:
     job = engine_job(plan)
-    runs = {BASE: runner.run(job, base, BASE, outcome)}
-    if not runs[BASE].ok:
-        return
-    runs[PATCHED] = runner.run(job, patched, PATCHED, outcome)
-    if not runs[PATCHED].ok:
-        return
+    envs = {Variant.BASE: base, Variant.PATCHED: patched}
+    runs = {}
+    for variant, env in envs.items():  # patched only once base ran: a failed base judges nothing
+        runs[variant] = runner.run(job, env, variant, outcome)
+        if not runs[variant].ok:
+            return
     if plan.symptom is not None and plan.symptom.kind == SymptomKind.PYTEST:
-        for variant, env in ((BASE, base), (PATCHED, patched)):
+        for variant, env in envs.items():
             outcome.pytest[variant] = run_pytest(plan.symptom, env, runner.runs_dir / f"pytest-{variant}",
                                                  runner.opts.timeout_s)
     reference_env = replace(installed_env(detect_device()), name="reference")
-    for variant in (BASE, PATCHED):
+    for variant in ENGINE_VARIANTS:
         name = reference_worker(variant)
         ref_job, _ = reference_job(plan, runs[variant].results())
         if not runner.run(ref_job, replace(reference_env, name=name), name, outcome).ok:

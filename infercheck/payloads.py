@@ -20,9 +20,6 @@ def filled_fields(record: Any) -> list[tuple[str, Any]]:
 class Detail:
     """One variant's secondary measurements, shown beside its value."""
 
-    def rows(self) -> list[tuple[str, Any]]:
-        return filled_fields(self)
-
 
 @dataclass
 class Payload:
@@ -35,9 +32,6 @@ class Payload:
     def regressed_parts(self) -> list[str]:
         """Parts of the check (e.g. an app's comparators) that held on base and fail on patched."""
         return []
-
-    def rows(self) -> list[tuple[str, Any]]:
-        return filled_fields(self)
 
 
 # ---- parity ----------------------------------------------------------------------------------

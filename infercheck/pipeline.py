@@ -30,6 +30,7 @@ from infercheck.paths import reports_dir
 from infercheck.plan import Plan, plan_for, stage_plan
 from infercheck.records import Flag, ValidationRun
 from infercheck.report.files import load_run, write_index, write_report
+from infercheck.report.view import fmt_pass
 from infercheck.run.launcher import CONTAINMENT
 from infercheck.run.store import load_stored
 from infercheck.verdict import decide
@@ -100,7 +101,7 @@ def validate(opts: ValidateOptions, progress: Progress) -> tuple[ValidationRun, 
     graded = grade_run(found, the_plan, out)
     timer.done("grade")
     for check in graded.checks:
-        progress(f"check {check.name}: base {fmt(check.base.passed)}, patched {fmt(check.patched.passed)}"
+        progress(f"check {check.name}: base {fmt_pass(check.base.passed)}, patched {fmt_pass(check.patched.passed)}"
                  f"{' [' + ', '.join(check.flags) + ']' if check.flags else ''}")
     engine = find_installed_engine()
     run = ValidationRun(out.name, found.patch_info(), found.base_patch_infos(), found.model_name, opts.dtype, device,
@@ -136,7 +137,3 @@ def read_containment(worker_dir: Path) -> dict:
         return json.loads((worker_dir / CONTAINMENT).read_text())
     except (OSError, ValueError):
         return {}
-
-
-def fmt(passed: bool | None) -> str:
-    return {True: "pass", False: "FAIL", None: "n/a"}[passed]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infercheck.names import SuiteKind, SymptomKind  # noqa: F401 (SymptomKind: the loader checks Criterion.type against it)
+from infercheck.names import SuiteKind, SymptomKind
 
 DEFAULT_TOP_K = 20
 

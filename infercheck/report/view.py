@@ -11,7 +11,7 @@ from typing import Any
 
 from infercheck.checks.comparators import REGISTRY
 from infercheck.names import UNDECIDED_FLAGS, CheckFlag, CheckKind, Variant
-from infercheck.payloads import AppDetail, AppPayload, Detail, Payload, RuntimeRecord, StaticDetail
+from infercheck.payloads import AppDetail, AppPayload, Detail, Payload, RuntimeRecord, StaticDetail, filled_fields
 from infercheck.records import CheckResult, Observation, ValidationRun
 
 VERDICT_CLASS = {"RESOLVED": "good", "CLEAN": "good", "SYMPTOM_ONLY": "warn", "WORKAROUND": "warn",
@@ -79,7 +79,7 @@ def observation_cell(check: CheckResult, variant: str) -> str:
 
 def detail_rows(item: Detail | Payload | None) -> list[tuple[str, Any]]:
     """(name, value) pairs of a Detail or Payload for a generic table; nothing for None."""
-    return item.rows() if item is not None else []
+    return filled_fields(item) if item is not None else []
 
 
 def check_summary(check: CheckResult) -> dict[str, Any]:
@@ -294,12 +294,15 @@ def _comparators(check: CheckResult) -> list[ComparatorRow]:
     names = list(dict.fromkeys(c.comparator for d in details.values() for c in d.comparisons))
     rows = []
     for name in names:
+        entry = REGISTRY.get(name)  # None: a comparator this harness no longer has (an old results.json)
         cells = {}
         for variant, detail in details.items():
             found = detail.comparison(name)
-            shown = REGISTRY[name].shown_detail(found.detail) if found and name in REGISTRY else \
-                (dict(found.detail) if found else {})
-            cells[variant.value] = ("—" if found is None else fmt(found.summary), name in detail.failed, shown)
+            if found is None:
+                cells[variant.value] = ("—", name in detail.failed, {})
+                continue
+            shown = entry.shown_detail(found.detail) if entry else dict(found.detail)
+            cells[variant.value] = (fmt(found.summary), name in detail.failed, shown)
         rows.append(ComparatorRow(name, cells))
     return rows
 

@@ -19,7 +19,6 @@ from infercheck.errors import InfercheckError
 from infercheck.run.job import GROUPS, LM_EVAL, RESULTS, GroupResult, RequestResult, read_jsonl
 
 OUTCOME = "outcome.json"
-BASE, PATCHED = "base", "patched"
 REFERENCE_EVAL = "reference-eval"
 
 
