@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from infercheck.errors import InfercheckError
@@ -66,12 +66,12 @@ def save_options(opts: ValidateOptions, run_dir: Path) -> None:
     inputs = run_dir / "inputs"
     copies = inputs / "patches"
     copies.mkdir(parents=True, exist_ok=True)
-    data = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(opts).items()}
+    saved = replace(opts, patch=copy_into(Path(opts.patch), copies, "patch"),
+                    base_patches=[copy_into(Path(p), copies, f"base{i}") for i, p in enumerate(opts.base_patches)])
+    data = asdict(saved)
     for key in PATH_FIELDS:
-        data[key] = store_path(getattr(opts, key), run_dir)
-    data["patch"] = store_path(copy_into(Path(opts.patch), copies, "patch"), run_dir)
-    data["base_patches"] = [store_path(copy_into(Path(p), copies, f"base{i}"), run_dir)
-                            for i, p in enumerate(opts.base_patches)]
+        data[key] = store_path(getattr(saved, key), run_dir)
+    data["base_patches"] = [store_path(p, run_dir) for p in saved.base_patches]
     tmp = inputs / (OPTIONS + ".tmp")
     tmp.write_text(json.dumps(data, indent=1))
     tmp.replace(inputs / OPTIONS)
