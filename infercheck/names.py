@@ -25,6 +25,7 @@ class CheckKind(StrEnum):
     PARITY = "parity"
     ACCURACY = "accuracy"
     APP = "app"
+    ORACLE = "oracle"
     STATIC = "static"
 
 

@@ -19,8 +19,8 @@ import yaml
 
 from infercheck.app_ids import app_of
 from infercheck.models import zoo
-from infercheck.apps import AppSet, app_sets
-from infercheck.checks.comparators import needs_full_distributions, needs_reference
+from infercheck.apps import AppSet, ModelFacts, app_sets
+from infercheck.checks.comparators import needs_full_distributions, needs_processing, needs_reference
 from infercheck.intake import Intake
 from infercheck.names import PROMPTLESS_SYMPTOMS, SuiteKind
 from infercheck.paths import SUITES_DIR
@@ -65,7 +65,7 @@ class Plan:
     app_models: dict[str, str] = field(default_factory=dict)  # app name -> model folder
 
     def app_sets(self) -> dict[str, list[AppSet]]:
-        return {app.name: app_sets(app) for app in self.apps}
+        return {app.name: app_sets(app, ModelFacts.of(self.app_models[app.name])) for app in self.apps}
 
     def accuracy_suites(self) -> list[Suite]:
         return [s for s in self.suites if s.kind == SuiteKind.ACCURACY]
@@ -149,23 +149,43 @@ def engine_job(plan: Plan, backend: str = "vllm") -> Job:
     return Job(backend, plan.model, plan.dtype, [*groups.values(), *app_groups.values()])
 
 
-def reference_spec(plan: Plan, result_id: str) -> tuple[str, bool] | None:
-    """(model folder, full distributions?) to score a result with, or None when no check needs it
-    (the comparator registry says which app comparators need the reference, and how much of it)."""
+@dataclass(frozen=True)
+class ReferenceSpec:
+    """How the reference scores one engine result."""
+
+    model: str  # model folder
+    full: bool  # the whole vocabulary at each position, not only the engine's top-k
+    processed: bool  # also rebuild the request's logits processing (the sampling oracle)
+
+
+def reference_spec(plan: Plan, result_id: str) -> ReferenceSpec | None:
+    """How to score a result, or None when no check needs it (the comparator registry says which app
+    comparators need the reference, and how much of it)."""
     name = app_of(result_id)
     if name is None:
-        return plan.model, False
+        return ReferenceSpec(plan.model, False, False)
     app = next((a for a in plan.apps if a.name == name), None)
     if app is None or not needs_reference(app.compare):
         return None
-    return plan.app_models[app.name], needs_full_distributions(app.compare)
+    return ReferenceSpec(plan.app_models[app.name], needs_full_distributions(app.compare), needs_processing(app.compare))
 
 
-def scoring_key(result: RequestResult, model: str, full: bool) -> str:
+def scoring_key(result: RequestResult, spec: ReferenceSpec, processors: dict[str, Any] | None) -> str:
     """What a reference scoring depends on; the model by name, so a run folder read on another
     checkout (regrade of a recorded run) pairs its rows the same way."""
-    candidates = [] if full else [[int(t) for t, _ in pos] for pos in result.logprobs or []]
-    return json.dumps([Path(model).name, full, result.prompt_ids, result.output_ids, candidates])
+    candidates = [] if spec.full else [[int(t) for t, _ in pos] for pos in result.logprobs or []]
+    key: list[Any] = [Path(spec.model).name, spec.full, result.prompt_ids, result.output_ids, candidates]
+    if processors is not None:  # appended only here: the ids of every other scoring stay as recorded
+        key.append(processors)
+    return json.dumps(key, sort_keys=True)
+
+
+PROCESSING_FREE = ("max_tokens", "ignore_eos", "n", "seed", "logprobs", "prompt_logprobs")
+
+
+def processing_params(sampling: dict[str, Any]) -> dict[str, Any]:
+    """The sampling params that shape the next-token distribution (what the reference rebuilds)."""
+    return {k: v for k, v in sampling.items() if k not in PROCESSING_FREE}
 
 
 def reference_job(plan: Plan, results: list[RequestResult]) -> tuple[Job, dict[str, str]]:
@@ -178,22 +198,23 @@ def reference_job(plan: Plan, results: list[RequestResult]) -> tuple[Job, dict[s
     groups: dict[str, Group] = {}
     id_map: dict[str, str] = {}
     scored: set[str] = set()
+    params = plan.sampling_params() if any(needs_processing(a.compare) for a in plan.apps) else {}
     for result in results:
         spec = reference_spec(plan, result.id)
         if spec is None:
             continue
-        model, full = spec
-        key = scoring_key(result, model, full)
-        name = f"reference:{result.group}:{Path(model).name}"
-        group = groups.setdefault(name, Group(name, {}, [], model=model))
+        processors = processing_params(params.get(result.id, {})) if spec.processed else None
+        key = scoring_key(result, spec, processors)
+        name = f"reference:{result.group}:{Path(spec.model).name}"
+        group = groups.setdefault(name, Group(name, {}, [], model=spec.model))
         ref_id = f"{result.group}/r{hashlib.sha256(key.encode()).hexdigest()[:16]}"
         if ref_id not in scored:
             scored.add(ref_id)
             group.requests.append(Request(
                 id=ref_id, prompt_token_ids=result.prompt_ids, continuation_ids=result.output_ids,
-                candidate_ids=None if full else [[int(t) for t, _ in pos] for pos in result.logprobs or []],
-                logprobs=-1 if full else 1, prompt_logprobs=-1 if full and result.prompt_logprobs else None,
-                sampling={"max_tokens": len(result.output_ids)}))
+                candidate_ids=None if spec.full else [[int(t) for t, _ in pos] for pos in result.logprobs or []],
+                logprobs=-1 if spec.full else 1, prompt_logprobs=-1 if spec.full and result.prompt_logprobs else None,
+                sampling={"max_tokens": len(result.output_ids)}, processors=processors))
         id_map[result.id] = ref_id
     ordered = [g for _, g in sorted(groups.items())]
     for group in ordered:

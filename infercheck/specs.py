@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infercheck.names import SuiteKind, SymptomKind
+from infercheck.names import CheckKind, SuiteKind, SymptomKind
 
 DEFAULT_TOP_K = 20
 
@@ -81,9 +81,11 @@ class SymptomSpec:
 
 @dataclass(frozen=True)
 class App:
-    """suites/apps/*.yaml: engine args + a workload + comparators + what to record."""
+    """suites/apps/*.yaml and suites/oracles/*.yaml: engine args + a workload + comparators + what to
+    record. An oracle is an app whose workload enumerates a feature's parameters (docs/design.md,
+    "Oracles"); it differs only in its kind, which names its check."""
 
-    name: str  # "agent-multiturn" (its check is "app/agent-multiturn")
+    name: str  # "agent-multiturn" (its check is "app/agent-multiturn"; an oracle's "oracle/<name>")
     workload: dict[str, Any]  # `type` (apps.WORKLOADS) and that type's parameters
     compare: tuple[str, ...] = ()  # comparator names (checks/comparators.py)
     description: str = ""
@@ -92,10 +94,11 @@ class App:
     engine_args: dict[str, Any] = field(default_factory=dict)
     record: tuple[str, ...] = ()  # throughput / hit_rate / preemptions
     options: dict[str, dict[str, Any]] = field(default_factory=dict)  # comparator -> its YAML options
+    kind: CheckKind = CheckKind.APP  # APP or ORACLE: the folder it was loaded from
 
     @property
     def check_name(self) -> str:
-        return f"app/{self.name}"
+        return f"{self.kind}/{self.name}"
 
     def options_for(self, comparator: str) -> dict[str, Any]:
         return dict(self.options.get(comparator) or {})

@@ -29,10 +29,14 @@ def check_flags(check: CheckResult, has_symptom: bool) -> list[Flag]:
             which = ", ".join(check.regressed_parts()) or "it"
             out.append(Flag(Headline.COLLATERAL, check.name,
                             f"{check.name}: {which} passed on base, fails on patched ({check.criterion})"))
-        elif flag == CheckFlag.NOT_RESTORED and check.affected and has_symptom:
-            how = "still fails" if check.kind == CheckKind.APP else "still differs from the reference"
+        elif flag == CheckFlag.NOT_RESTORED and has_symptom:
+            # Every check counts: one that fails on patched never leaves the headline at RESOLVED,
+            # whether or not the symptom spec lists it as affected (docs/design.md, "Verdicts").
+            how = "still fails" if check.kind in (CheckKind.APP, CheckKind.ORACLE) else \
+                "still differs from the reference"
+            where = "in the affected area" if check.affected else "(outside the symptom's declared area)"
             out.append(Flag(Headline.SYMPTOM_ONLY, check.name,
-                            f"{check.name}: patched {how} in the affected area ({check.criterion})"))
+                            f"{check.name}: patched {how} {where} ({check.criterion})"))
         elif flag == CheckFlag.WORKAROUND and has_symptom:
             out.append(Flag(Headline.WORKAROUND, check.name,
                             f"{check.name}: {check.workaround_reason() or 'feature bypassed'}"))

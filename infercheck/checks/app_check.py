@@ -46,7 +46,7 @@ def app_check(app: App, why: str, affected: bool, engine: dict[Variant, list[Req
             payload.note = "the app failed on base, so this run cannot judge the patch on it"
         else:
             flags.append(CheckFlag.ERROR)  # the patched engine failed where base ran (ERROR:run)
-        return CheckResult(app.check_name, CheckKind.APP, METRIC, criterion, affected, base, patched, reference,
+        return CheckResult(app.check_name, app.kind, METRIC, criterion, affected, base, patched, reference,
                            flags, payload, [], why)
     payload.regressed = regressed_comparators(comparisons[Variant.BASE], comparisons[Variant.PATCHED])
     if payload.regressed:  # a comparator that held on base breaks, even where another failed on both
@@ -62,7 +62,7 @@ def app_check(app: App, why: str, affected: bool, engine: dict[Variant, list[Req
         payload.workaround = "; ".join(bypassed)
     examples = [{"variant": v, "comparator": c.comparator, **e} for v in ENGINE_VARIANTS
                 for c in comparisons[v] for e in c.examples][:MAX_EXAMPLES]
-    return CheckResult(app.check_name, CheckKind.APP, METRIC, criterion, affected, base, patched, reference, flags,
+    return CheckResult(app.check_name, app.kind, METRIC, criterion, affected, base, patched, reference, flags,
                        payload, examples, why)
 
 

@@ -2,7 +2,8 @@
 
 A comparator is one function decorated with `@comparator(...)`, which declares what it needs from
 the run (`reference`: the HF reference's teacher-forced scoring of the app's outputs;
-`full_distributions`: that scoring over the whole vocabulary, not only the engine's top-k) and how
+`full_distributions`: that scoring over the whole vocabulary, not only the engine's top-k;
+`processed`: also each request's logits processing rebuilt from its sampling params) and how
 its detail is shown (`shown`: the detail keys the report lists, in order; empty shows every key).
 The plan reads the needs (which outputs the reference scores), the app loader the names (an
 unknown comparator is a one-line error), the report the display. Adding a comparator touches this
@@ -14,7 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from infercheck.app_ids import app_of
 from infercheck.checks import app_compare as cmp
+from infercheck.checks import sampling_oracle as oracle
 from infercheck.payloads import Comparison
 from infercheck.run.job import RequestResult
 from infercheck.specs import App
@@ -34,6 +37,10 @@ class ComparatorInput:
     def workload(self) -> dict[str, Any]:
         return self.app.workload
 
+    def own_params(self) -> dict[str, dict[str, Any]]:
+        """Sampling params of every request this app planned (whether or not it has a result)."""
+        return {rid: p for rid, p in self.params.items() if app_of(rid) == self.app.name}
+
 
 CompareFn = Callable[[ComparatorInput, dict[str, Any]], Comparison]
 
@@ -44,6 +51,7 @@ class Comparator:
     compare: CompareFn  # (input, the app's options for this comparator) -> Comparison
     reference: bool
     full_distributions: bool
+    processed: bool
     shown: tuple[str, ...]
     doc: str
 
@@ -55,13 +63,14 @@ class Comparator:
 REGISTRY: dict[str, Comparator] = {}
 
 
-def comparator(name: str, *, reference: bool = False, full_distributions: bool = False,
+def comparator(name: str, *, reference: bool = False, full_distributions: bool = False, processed: bool = False,
                shown: tuple[str, ...] = ()) -> Callable[[CompareFn], CompareFn]:
     """Register `fn` as the comparator `name` (see the module docstring)."""
     def register(fn: CompareFn) -> CompareFn:
         if name in REGISTRY:
             raise ValueError(f"comparator {name!r} registered twice")
-        REGISTRY[name] = Comparator(name, fn, reference or full_distributions, full_distributions, shown,
+        REGISTRY[name] = Comparator(name, fn, reference or full_distributions or processed,
+                                    full_distributions or processed, processed, shown,
                                     (fn.__doc__ or "").strip().split("\n")[0])
         return fn
     return register
@@ -73,6 +82,11 @@ def needs_reference(names: tuple[str, ...]) -> bool:
 
 def needs_full_distributions(names: tuple[str, ...]) -> bool:
     return any(REGISTRY[n].full_distributions for n in names)
+
+
+def needs_processing(names: tuple[str, ...]) -> bool:
+    """The reference rebuilds each request's logits processing (the sampling oracle)."""
+    return any(REGISTRY[n].processed for n in names)
 
 
 def run_comparators(inp: ComparatorInput) -> list[Comparison]:
@@ -127,3 +141,23 @@ def stop(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
     w = inp.workload
     return cmp.compare_stop(inp.results, list(w["stops"]), int(w.get("n", 4)), int(w.get("max_tokens", 24)),
                             bool(w.get("include_stop_str_in_output")))
+
+
+@comparator("distributions", processed=True, shown=("failing_parameters", "table", "tolerance", "max_kl"))
+def distributions(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
+    """Every row, plan and mode returns the reference's raw or processed distribution at every position."""
+    return oracle.compare_distributions(inp.results, inp.refs, inp.own_params(), inp.profile["max_abs_dlogprob"],
+                                        inp.profile["max_kl"])
+
+
+@comparator("samples", processed=True, shown=("sampled", "pit_p_value", "impossible", "failing_parameters"))
+def samples(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
+    """Sampled tokens lie in, and fit, the processed reference distribution; greedy ones are its argmax."""
+    return oracle.compare_samples(inp.results, inp.refs, inp.own_params(), float(options.get("alpha", 0.001)),
+                                  inp.profile["near_tie"])
+
+
+@comparator("seeds", processed=True, shown=("seeded_repeats", "unseeded_rows", "problems", "failing_parameters"))
+def seeds(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
+    """Seeded rows repeat in every plan and mode; unseeded rows and n>1 completions do not."""
+    return oracle.compare_seeds(inp.results, inp.refs, inp.own_params(), float(options.get("alpha", 0.001)))

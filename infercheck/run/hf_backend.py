@@ -56,7 +56,16 @@ def with_candidates(pairs: list[list[float]], row: Any, candidates: list[int]) -
     return sorted(pairs + extra, key=lambda p: -p[1])
 
 
-def score(model: Any, request: Request, prompt_ids: list[int], eos_id: int | None) -> RequestResult:
+def eos_ids(model: Any, tokenizer: Any) -> list[int]:
+    """Every end-of-sequence id: the tokenizer's and the generation config's."""
+    ids = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids |= {configured} if isinstance(configured, int) else set(configured or [])
+    return sorted(ids)
+
+
+def score(model: Any, request: Request, prompt_ids: list[int], eos_id: int | None,
+          tokenizer: Any = None) -> RequestResult:
     import torch
 
     with torch.no_grad():
@@ -72,7 +81,8 @@ def score(model: Any, request: Request, prompt_ids: list[int], eos_id: int | Non
                 if nxt == eos_id and not ignore_eos:
                     break
         full = torch.tensor([prompt_ids + out_ids])
-        logprobs = torch.log_softmax(model(input_ids=full).logits[0].float(), dim=-1)
+        logits = model(input_ids=full).logits[0].float()
+        logprobs = torch.log_softmax(logits, dim=-1)
     n = len(prompt_ids)
     k = request.logprobs or 0  # -1: full distributions
     gen_rows = [logprobs[n - 1 + t] for t in range(len(out_ids))]
@@ -84,6 +94,14 @@ def score(model: Any, request: Request, prompt_ids: list[int], eos_id: int | Non
     if k or request.candidate_ids:
         result.logprobs = [with_candidates(top_k(row, k if k < 0 else max(k, 1), t), row, cands)
                            for row, t, cands in zip(gen_rows, out_ids, candidates)]
+    if request.processors is not None:
+        from infercheck.run.hf_processors import processed_rows
+
+        raw = logits[n - 1:n - 1 + len(out_ids)]
+        result.raw_logits = [[float(v) for v in row] for row in raw.tolist()]
+        with torch.no_grad():
+            result.processed_logits, result.borderline = processed_rows(
+                raw, prompt_ids, out_ids, request.processors, tokenizer, eos_ids(model, tokenizer))
     if request.prompt_logprobs is not None:
         pk = request.prompt_logprobs if request.prompt_logprobs < 0 else max(1, request.prompt_logprobs)
         result.prompt_logprobs = [None] + [top_k(logprobs[i - 1], pk, prompt_ids[i]) for i in range(1, n)]
@@ -103,7 +121,7 @@ def run_group(job: Job, group: Group, emit: Callable[[RequestResult], None],
         started = time.time()
         prompt_ids = list(request.prompt_token_ids) if request.prompt_token_ids is not None \
             else tokenizer(request.prompt).input_ids
-        result = score(model, request, prompt_ids, tokenizer.eos_token_id)
+        result = score(model, request, prompt_ids, tokenizer.eos_token_id, tokenizer)
         result.group = group.name
         result.text = tokenizer.decode(result.output_ids, skip_special_tokens=True)
         mentioned = set(result.output_ids) | {int(p[0]) for pos in result.logprobs or [] for p in pos}

@@ -36,6 +36,9 @@ class Request:
     # reporting at each position the logprobs of candidate_ids[t] (the engine's top-k) too.
     continuation_ids: list[int] | None = None
     candidate_ids: list[list[int]] | None = None
+    # Sampling oracle: also rebuild, at each position, the logits processing these sampling params
+    # ask for (the engine request's own; run/hf_processors.py) and report raw and processed logits.
+    processors: dict[str, Any] | None = None
     # Requests of a group are submitted in waves (ascending): one generate call per wave, so "one at
     # a time" is one request per wave and "a burst" is many in one wave.
     wave: int = 0
@@ -128,6 +131,12 @@ class RequestResult:
     # n > 1: every completion as {"ids": [...], "text": ..., "finish_reason": ..., "stop_reason": ...}
     completions: list[dict[str, Any]] | None = None
     wave: int = 0
+    # Reference scoring with `processors`: per output position, the logits over the whole vocabulary
+    # (by token id) before and after the request's processing (-inf = masked), and the tokens within
+    # a hair of a top_p / min_p cut (either side is right for them).
+    raw_logits: list[list[float]] | None = None
+    processed_logits: list[list[float]] | None = None
+    borderline: list[list[int]] | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RequestResult":

@@ -43,6 +43,8 @@ def sampling_params(request: Request) -> Any:
     from vllm import SamplingParams
 
     params = dict(request.sampling)
+    if params.get("logit_bias"):  # token ids are JSON object keys in the job file: strings again here
+        params["logit_bias"] = {int(t): float(b) for t, b in params["logit_bias"].items()}
     if "structured_outputs" in params:
         from vllm.sampling_params import StructuredOutputsParams
 
