@@ -20,8 +20,9 @@ from infercheck.device import detect_device
 from infercheck.errors import InfercheckError
 from infercheck.models import zoo
 from infercheck.cases import load_case
-from infercheck.paths import PATCHES_DIR, SUITES_DIR, cache_dir, reports_dir
-from infercheck.neighbours import select_neighbours
+from infercheck.paths import PATCHES_DIR, cache_dir, reports_dir
+from infercheck.apps import load_apps
+from infercheck.neighbours import RUN_AS_APPS, select_neighbours
 from infercheck.patch.intake import read_patch
 from infercheck.options import ValidateOptions, load_options
 from infercheck.pipeline import regrade, validate
@@ -229,10 +230,11 @@ def cmd_neighbours(args: argparse.Namespace) -> int:
     """Print the apps and suites at risk for the files PATCH touches, most directly touched first."""
     patch = read_patch(args.patch)
     print(f"{args.patch}: touches {', '.join(patch.files)}")
+    known = load_apps()
     for sel in select_neighbours(list(patch.files)):
         files = f" ({', '.join(sel.files)})" if sel.files else ""
-        missing = " [no such app in suites/apps/]" if sel.kind == "app" and not (SUITES_DIR / "apps" / f"{sel.name}.yaml").is_file() else ""
-        print(f"  {sel.kind:5s} {sel.name:28s} {'; '.join(sel.reasons)}{files}{missing}")
+        missing = " [no such app or oracle in suites/]" if sel.kind in RUN_AS_APPS and sel.name not in known else ""
+        print(f"  {sel.kind:6s} {sel.name:28s} {'; '.join(sel.reasons)}{files}{missing}")
     return 0
 
 

@@ -29,6 +29,10 @@ class CheckKind(StrEnum):
     STATIC = "static"
 
 
+# Kinds that run as apps: request sets on engines of their own, graded by comparators (apps.py).
+APP_LIKE = frozenset({CheckKind.APP, CheckKind.ORACLE})
+
+
 class CheckFlag(StrEnum):
     """What one check says about the patch; the verdict rules (verdict.py) read these."""
 

@@ -18,10 +18,13 @@ class Selection:
     """An app or suite at risk, with the touched files and rules that selected it."""
 
     name: str
-    kind: str  # "app" | "suite"
+    kind: str  # "app" | "oracle" | "suite"
     reasons: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     specificity: int = 0  # length of the most specific matching glob: higher is more directly touched
+
+
+RUN_AS_APPS = ("app", "oracle")  # selections that run as apps (docs/design.md, "Oracles")
 
 
 def glob_regex(pattern: str) -> re.Pattern[str]:
@@ -40,7 +43,7 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
 
 
 def select_neighbours(touched: list[str], path: Path = SUITES_DIR / "neighbours.yaml") -> list[Selection]:
-    """Apps and suites at risk, most directly touched first; the smoke set last."""
+    """Apps, oracles and suites at risk, most directly touched first; the smoke set last."""
     data = read_yaml(path)
     chosen: dict[tuple[str, str], Selection] = {}
     for rule in data.get("rules") or []:
@@ -53,7 +56,8 @@ def select_neighbours(touched: list[str], path: Path = SUITES_DIR / "neighbours.
             if not matching:
                 continue
             spec = max(len(g.replace("*", "")) for g in matching)
-            for kind, names in (("app", rule.get("apps") or []), ("suite", rule.get("suites") or [])):
+            for kind, names in (("app", rule.get("apps") or []), ("oracle", rule.get("oracles") or []),
+                                ("suite", rule.get("suites") or [])):
                 for target in names:
                     sel = chosen.setdefault((kind, target), Selection(target, kind))
                     sel.specificity = max(sel.specificity, spec)
@@ -71,7 +75,7 @@ def select_neighbours(touched: list[str], path: Path = SUITES_DIR / "neighbours.
 
 def choose_apps(touched: list[str], requested: list[str] | None,
                 symptom_app: str | None = None) -> tuple[list[App], dict[str, str]]:
-    """The apps a validate runs, with why: the symptom's own app (kind `app`) first, then named ones
+    """The apps and oracles a validate runs, with why: the symptom's own app first, then named ones
     (`all`, `none`, or names), else the neighbour map's selection for the touched files."""
     apps, reasons = chosen_apps(touched, requested)
     if symptom_app is not None:
@@ -89,7 +93,7 @@ def chosen_apps(touched: list[str], requested: list[str] | None) -> tuple[list[A
             names = list(load_apps())
         apps = select_apps(names)
         return apps, {a.name: "named with --apps" for a in apps}
-    selected = [s for s in select_neighbours(touched) if s.kind == "app"]
+    selected = [s for s in select_neighbours(touched) if s.kind in RUN_AS_APPS]
     known = load_apps()
     apps = [known[s.name] for s in selected if s.name in known]
     return apps, {s.name: f"touches {', '.join(s.files[:3])} — " + " | ".join(s.reasons) for s in selected}

@@ -62,7 +62,7 @@ def resolve(value: Any, vocab: int | None) -> Any:
     if isinstance(value, str) and value.startswith("vocab"):
         if vocab is None:
             raise InfercheckError(f"the oracle needs the model's vocabulary size for {value!r}")
-        return vocab - int(value[len("vocab"):] or 0)
+        return vocab + int(value[len("vocab"):] or 0)  # "vocab-1": the size plus -1
     return value
 
 

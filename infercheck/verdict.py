@@ -29,9 +29,11 @@ def check_flags(check: CheckResult, has_symptom: bool) -> list[Flag]:
             which = ", ".join(check.regressed_parts()) or "it"
             out.append(Flag(Headline.COLLATERAL, check.name,
                             f"{check.name}: {which} passed on base, fails on patched ({check.criterion})"))
-        elif flag == CheckFlag.NOT_RESTORED and has_symptom:
+        elif flag == CheckFlag.NOT_RESTORED and has_symptom and (check.affected or CheckFlag.REGRESSED not in check.flags):
             # Every check counts: one that fails on patched never leaves the headline at RESOLVED,
             # whether or not the symptom spec lists it as affected (docs/design.md, "Verdicts").
+            # Outside the declared area a check that passed on base and fails on patched is
+            # collateral damage (its COLLATERAL flag says so), not a symptom left standing.
             how = "still fails" if check.kind in (CheckKind.APP, CheckKind.ORACLE) else \
                 "still differs from the reference"
             where = "in the affected area" if check.affected else "(outside the symptom's declared area)"

@@ -143,7 +143,7 @@ def stop(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
                             bool(w.get("include_stop_str_in_output")))
 
 
-@comparator("distributions", processed=True, shown=("failing_parameters", "table", "tolerance", "max_kl"))
+@comparator("distributions", processed=True, shown=("failing_parameters", "tolerance", "max_kl"))
 def distributions(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
     """Every row, plan and mode returns the reference's raw or processed distribution at every position."""
     return oracle.compare_distributions(inp.results, inp.refs, inp.own_params(), inp.profile["max_abs_dlogprob"],

@@ -14,7 +14,7 @@ from infercheck.run.sandbox import describe
 
 TEMPLATES = Path(__file__).parent / "templates"
 # Check kinds with a section of their own; the generic "Checks" details skip them.
-SECTION_KINDS = {CheckKind.APP: "apps", CheckKind.STATIC: "static"}
+SECTION_KINDS = {CheckKind.APP: "apps", CheckKind.ORACLE: "apps", CheckKind.STATIC: "static"}
 EXAMPLE_KEYS = ("request", "position", "engine_token", "reference_token", "context", "engine_text",
                 "reference_text")
 

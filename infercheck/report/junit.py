@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from infercheck.names import CheckKind, Variant
+from infercheck.names import APP_LIKE, CheckKind, Variant
 from infercheck.records import CheckResult, Flag, ValidationRun
 from infercheck.report.view import app_view, check_summary, fmt_seconds, static_view
 from infercheck.verdict import check_flags
@@ -36,7 +36,7 @@ def _case(suite: ET.Element, classname: str, name: str, flags: list[Flag], lines
 
 def _detail_lines(check: CheckResult) -> list[str]:
     """Apps: pass/FAIL per variant with the failed comparators; static: the evidence lines."""
-    if check.kind == CheckKind.APP:
+    if check.kind in APP_LIKE:
         view = app_view(check)
         lines = [f"{v}: {view.status[v].text}" for v in (Variant.BASE, Variant.PATCHED)]
         lines += [f"prefix-cache hit rate {view.hit_rate}; tokens/s {view.tokens_per_s}"]

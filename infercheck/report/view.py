@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infercheck.checks.comparators import REGISTRY
-from infercheck.names import UNDECIDED_FLAGS, CheckFlag, CheckKind, Variant
+from infercheck.names import APP_LIKE, UNDECIDED_FLAGS, CheckFlag, CheckKind, Variant
 from infercheck.payloads import AppDetail, AppPayload, Detail, Payload, RuntimeRecord, StaticDetail, filled_fields
 from infercheck.records import CheckResult, Observation, ValidationRun
 
@@ -146,7 +146,7 @@ def _symptom(checks: list[CheckResult]) -> Answer:
 def _quality(checks: list[CheckResult], everything: list[CheckResult]) -> Answer:
     q = "Is quality restored?"
     if bad := _with(checks, CheckFlag.NOT_RESTORED):
-        how = "still fails on patched" if all(c.kind == CheckKind.APP for c in bad) else "still differs from the reference"
+        how = "still fails on patched" if all(c.kind in APP_LIKE for c in bad) else "still differs from the reference"
         return Answer(q, "bad", f"No: {_names(bad)} {how}.", checks)
     if bad := _errored(checks):
         return Answer(q, "bad", f"Unknown: {_names(bad)} could not run on patched.", checks)
@@ -159,7 +159,7 @@ def _quality(checks: list[CheckResult], everything: list[CheckResult]) -> Answer
         return Answer(q, "warn", "Not measured: no quality check covers the affected area.")
     if bad := [c for c in checks if c.patched.passed is False]:
         return Answer(q, "bad", f"No: {_names(bad)} fails on patched.", checks)
-    how = "passes on patched" if all(c.kind == CheckKind.APP for c in checks) else "matches the reference"
+    how = "passes on patched" if all(c.kind in APP_LIKE for c in checks) else "matches the reference"
     return Answer(q, "good", f"Yes: {_names(checks)} {how}.", checks)
 
 
@@ -285,6 +285,57 @@ class AppView:
     reference_role: str | None
     hit_rate: str  # "base → patched", percentages
     tokens_per_s: str  # "base → patched"
+    grid: "GridView | None" = None  # an oracle's parameter × plan table
+
+
+@dataclass
+class GridCell:
+    text: str  # "2/48 FAIL → 0/48" (failed/results, base → patched), "0/48" when both pass
+    failed: bool  # patched fails here
+    title: str  # the modes failing and the worst failure, for the cell's tooltip
+
+
+@dataclass
+class GridView:
+    """An oracle's results by parameter (rows) and batch plan (columns), every mode summed."""
+
+    comparator: str
+    plans: list[str]
+    rows: list[tuple[str, list[GridCell]]]  # failing parameters (on either variant) first
+
+
+def _grid_cells(check: CheckResult, comparator: str) -> dict[str, dict[tuple[str, str], list[dict[str, Any]]]]:
+    out = {}
+    for variant in (Variant.BASE, Variant.PATCHED):
+        found = app_detail(check.observation(variant)).comparison(comparator)
+        cells: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for cell in (found.detail.get("table") or []) if found else []:
+            cells.setdefault((cell["parameter"], cell["plan"]), []).append(cell)
+        out[variant.value] = cells
+    return out
+
+
+def grid_view(check: CheckResult, comparator: str = "distributions") -> GridView | None:
+    """The comparator's parameter × plan × mode table (checks/sampling_oracle.py) as parameter ×
+    plan cells of failed/results per variant; None when neither variant recorded one."""
+    cells = _grid_cells(check, comparator)
+    keys = sorted({k for c in cells.values() for k in c})
+    if not keys:
+        return None
+    plans = list(dict.fromkeys(plan for _, plan in keys))
+    failed = {p for c in cells.values() for (p, _), group in c.items() if any(x["failed"] for x in group)}
+    rows = []
+    for parameter in sorted({p for p, _ in keys}, key=lambda p: (p not in failed, p)):
+        row = []
+        for plan in plans:
+            per = {v: cells[v].get((parameter, plan), []) for v in cells}
+            counts = {v: (sum(x["failed"] for x in g), sum(x["results"] for x in g)) for v, g in per.items()}
+            text = " → ".join(f"{f}/{n}" + (" FAIL" if f else "") for f, n in counts.values() if n) or "—"
+            bad = [x for x in per["patched"] if x["failed"]]
+            title = "; ".join(f"{x['mode']}: {x['worst']}" for x in bad)
+            row.append(GridCell(text, bool(bad), title))
+        rows.append((parameter, row))
+    return GridView(comparator, plans, rows)
 
 
 def _comparators(check: CheckResult) -> list[ComparatorRow]:
@@ -355,12 +406,13 @@ def app_view(check: CheckResult, index: int = 0) -> AppView:
     throughput, flagged = _throughput(check)
     return AppView(check, index, {v.value: app_status(check.observation(v)) for v in (Variant.BASE, Variant.PATCHED)},
                    _comparators(check), rows, throughput, flagged, check.workaround_reason() or None,
-                   _markers(check), _examples(check.examples), reference_role(check), hit_rate, tokens_per_s)
+                   _markers(check), _examples(check.examples), reference_role(check), hit_rate, tokens_per_s,
+                   grid_view(check) if check.kind == CheckKind.ORACLE else None)
 
 
 def app_views(run: ValidationRun) -> list[AppView]:
-    """The app checks (kind "app"), in run order, ready for the report."""
-    return [app_view(check, index) for index, check in enumerate(run.checks) if check.kind == CheckKind.APP]
+    """The app and oracle checks, in run order, ready for the report."""
+    return [app_view(check, index) for index, check in enumerate(run.checks) if check.kind in APP_LIKE]
 
 
 @dataclass

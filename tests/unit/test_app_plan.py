@@ -6,7 +6,7 @@ import math
 import pytest
 
 from infercheck.app_ids import parse_id, request_id
-from infercheck.apps import app_sets, load_apps
+from infercheck.apps import ModelFacts, app_sets, load_apps
 from infercheck.checks.app_check import app_check
 from infercheck.checks.signals import Runtime
 from infercheck.errors import InfercheckError
@@ -26,15 +26,22 @@ def plan_with(*names):
 
 def test_every_bundled_app_loads_and_expands():
     for app in load_apps().values():
-        sets = app_sets(app)
+        sets = app_sets(app, ModelFacts(vocab_size=24))
         ids = [r.id for s in sets for r in s.requests]
         assert ids and len(ids) == len(set(ids)), app.name
         assert all(parse_id(i)[0] == app.name for i in ids)
 
 
 def test_request_ids_round_trip():
-    assert parse_id(request_id("agent-multiturn", "session", "s0") + ".t03") == ("agent-multiturn", "session", "s0.t03")
+    assert parse_id(request_id("app/agent-multiturn", "session", "s0") + ".t03") == ("agent-multiturn", "session", "s0.t03")
+    assert parse_id(request_id("oracle/sampling", "processed_logprobs", "field.top_k:top_k.0@p1")) == \
+        ("sampling", "processed_logprobs", "field.top_k:top_k.0@p1")
     assert parse_id("parity/addition-long#m1") is None
+
+
+def test_a_vocabulary_sized_grid_value_needs_the_model():
+    with pytest.raises(InfercheckError, match="vocabulary size"):
+        app_sets(load_apps()["sampling"])
 
 
 def test_apps_get_engine_groups_of_their_own_with_pinned_models():
@@ -79,7 +86,8 @@ def test_unknown_app_and_bad_yaml_are_refused(tmp_path):
 
     with pytest.raises(InfercheckError, match="unknown app"):
         select_apps(["nope"])
-    (tmp_path / "x.yaml").write_text("name: x\ncompare: [vibes]\nworkload: {type: prompts}\n")
+    (tmp_path / "apps").mkdir()
+    (tmp_path / "apps" / "x.yaml").write_text("name: x\ncompare: [vibes]\nworkload: {type: prompts}\n")
     with pytest.raises(InfercheckError, match="unknown comparator"):
         load_apps(tmp_path)
 

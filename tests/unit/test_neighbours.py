@@ -19,6 +19,7 @@ def test_sampler_patch_lists_sampling_apps_first():
     selected = select_neighbours(["vllm/v1/sample/ops/topk_topp_sampler.py"])
     apps = [s.name for s in selected if s.kind == "app"]
     assert set(apps) == {"sampler-distribution", "seeded-determinism", "logprobs", "structured-output", "stop-and-n"}
+    assert [s.name for s in selected if s.kind == "oracle"] == ["sampling"]
     assert selected[0].kind == "app" and selected[-1].reasons[0].startswith("smoke")
 
 
@@ -52,7 +53,10 @@ def test_every_app_named_in_the_map_exists_and_every_app_is_reachable():
 
     data = yaml.safe_load((SUITES_DIR / "neighbours.yaml").read_text())
     named = {a for r in data["rules"] for a in r.get("apps") or []}
-    assert named == set(load_apps())
+    oracles = {a for r in data["rules"] for a in r.get("oracles") or []}
+    known = load_apps()
+    assert named | oracles == set(known)
+    assert {known[n].kind for n in named} == {"app"} and {known[n].kind for n in oracles} == {"oracle"}
 
 
 def test_choose_apps_from_touched_files_with_reasons():
@@ -61,6 +65,7 @@ def test_choose_apps_from_touched_files_with_reasons():
     apps, reasons = choose_apps(["vllm/v1/sample/sampler.py"], None)
     assert [a.name for a in apps][:1] and {a.name for a in apps} >= {"sampler-distribution", "logprobs"}
     assert "vllm/v1/sample/sampler.py" in reasons["sampler-distribution"]
+    assert apps[[a.name for a in apps].index("sampling")].check_name == "oracle/sampling"
     assert choose_apps(["vllm/v1/sample/sampler.py"], ["none"]) == ([], {})
     named, why = choose_apps([], ["preemption,logprobs"])
     assert [a.name for a in named] == ["preemption", "logprobs"] and why["logprobs"] == "named with --apps"

@@ -225,3 +225,29 @@ def test_app_with_missing_optional_fields_renders(tmp_path):
     assert re.search(r"prefix-cache hit rate</th><td>—</td><td>—</td>", apps)
     assert "| app/bare | n/a | error (worker <hung>) |" not in paths["summary"].read_text()  # escaped in markdown
     assert "error (worker &lt;hung&gt;)" in paths["summary"].read_text()
+
+
+def oracle_obs(variant, failed_cells):
+    table = [{"parameter": p, "plan": plan, "mode": mode, "results": 4, "failed": f,
+              "worst": f"top_k.0 {plan}/{mode} pos 1: {SCRIPT}" if f else ""}
+             for p in ("top_k", "temperature") for plan in ("alone", "mixed") for mode in ("raw_logits", "processed_logits")
+             for f in [failed_cells.get((p, plan, mode), 0)]]
+    bad = sum(c["failed"] for c in table)
+    comparison = Comparison("distributions", not bad, float(bad), f"{32 - bad}/32 results match", {"table": table})
+    return Observation(variant, float(bad), not bad, None, 32, AppDetail([comparison], RuntimeRecord(), ["distributions"] if bad else []))
+
+
+def test_an_oracle_gets_its_parameter_by_plan_table(tmp_path):
+    from infercheck.report.view import app_views
+
+    check = CheckResult("oracle/sampling", "oracle", "failed comparators", "the reference's processing", False,
+                        oracle_obs("base", {}), oracle_obs("patched", {("top_k", "mixed", "processed_logits"): 3}),
+                        reference(), ["regressed", "not_restored"])
+    run = make_run([symptom_check(), check])
+    (view,) = app_views(run)
+    assert view.grid.plans == ["alone", "mixed"] and [p for p, _ in view.grid.rows] == ["top_k", "temperature"]
+    mixed = view.grid.rows[0][1][1]
+    assert mixed.text == "0/8 → 3/8 FAIL" and mixed.failed and mixed.title.startswith("processed_logits: top_k.0")
+    assert view.grid.rows[1][1][0].text == "0/8 → 0/8" and not view.grid.rows[1][1][0].failed
+    html = section(write_report(run, tmp_path / "run")["html"].read_text(), "apps")
+    assert "By parameter and batch plan" in html and "0/8 → 3/8 FAIL" in html and SCRIPT not in html

@@ -28,9 +28,19 @@ def test_precedence(checks, expected):
     assert decide(checks, [], has_symptom=True).headline == expected
 
 
-def test_not_restored_outside_affected_area_does_not_decide():
-    verdict = decide([SYMPTOM_OK, check("parity/other", flags=["not_restored"], affected=False)], [], True)
-    assert verdict.headline == "RESOLVED" and verdict.exit_code == 0
+@pytest.mark.parametrize("kind", ["parity", "app", "oracle"])
+def test_a_check_failing_on_patched_never_leaves_resolved(kind):
+    # Outside the declared area too: an app failing on base and patched is a symptom left standing.
+    verdict = decide([SYMPTOM_OK, check(f"{kind}/other", kind, flags=["not_restored"], affected=False)], [], True)
+    assert verdict.headline == "SYMPTOM_ONLY" and verdict.exit_code == 1
+    assert "outside the symptom's declared area" in verdict.flags[0].message
+
+
+def test_a_regression_outside_the_area_is_collateral_only():
+    flags = decide([SYMPTOM_OK, check("app/x", "app", ["regressed", "not_restored"], affected=False)], [], True).flags
+    assert [f.code for f in flags] == ["COLLATERAL"]
+    flags = decide([SYMPTOM_OK, check("app/x", "app", ["regressed", "not_restored"], affected=True)], [], True).flags
+    assert [f.code for f in flags] == ["COLLATERAL", "SYMPTOM_ONLY"]
 
 
 def test_all_flags_are_kept():
