@@ -83,6 +83,9 @@ class Job:
     dtype: str
     groups: list[Group]
     seed: int = 0
+    # Source folders whose executed lines the worker records per group (coverage.py) into TRACE;
+    # empty: no tracing (docs/design.md, "Code-path evidence").
+    trace: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -101,7 +104,8 @@ class Job:
                             [LmEvalTask(**t) for t in g.get("lm_eval") or []], g.get("model"),
                             bool(g.get("isolated", False)))
                       for g in data["groups"]]
-            return cls(data["backend"], data["model"], data.get("dtype", "float32"), groups, data.get("seed", 0))
+            return cls(data["backend"], data["model"], data.get("dtype", "float32"), groups, data.get("seed", 0),
+                       list(data.get("trace") or []))
         except (KeyError, TypeError) as exc:
             raise InfercheckError(f"malformed job: {exc}") from None
 
@@ -166,6 +170,7 @@ RESULTS = "results.jsonl"
 LM_EVAL = "lm_eval.jsonl"
 GROUPS = "groups.jsonl"
 STATUS = "status.json"
+TRACE = "trace.json"  # {group name: {file: [executed line numbers]}}, for a job with `trace`
 STDOUT = "worker.stdout"
 STDERR = "worker.stderr"
 

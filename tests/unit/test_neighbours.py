@@ -77,3 +77,17 @@ def test_choose_apps_refuses_unknown_names():
 
     with pytest.raises(InfercheckError, match="unknown app"):
         choose_apps([], ["no-such-app"])
+
+
+def test_every_function_the_sampling_oracle_reaches_is_routed_to_it():
+    """suites/oracles/reach/sampling.yaml: what tests/engine/test_oracle_reach.py measured the
+    oracle executing beyond plain greedy decoding; a patch to any of those files runs the oracle."""
+    import yaml
+
+    from infercheck.paths import SUITES_DIR
+
+    data = yaml.safe_load((SUITES_DIR / "oracles" / "reach" / "sampling.yaml").read_text())
+    assert len(data["reached"]) > 50 and all(why for why in data["unrouted"].values())
+    unrouted = sorted({f.split("::")[0] for f in data["reached"]
+                       if ("oracle", "sampling") not in {(s.kind, s.name) for s in select_neighbours([f.split("::")[0]])}})
+    assert not unrouted, f"files the sampling oracle reaches that the neighbour map does not send to it: {unrouted}"
