@@ -242,10 +242,11 @@ def _sampling_oracle(app: App, w: dict[str, Any], model: ModelFacts) -> list[App
     plans = tuple(w.get("plans") or oracle_grid.PLANS)
     max_tokens = int(w.get("max_tokens", 6))
     sets = {mode: AppSet(mode, [], {"logprobs_mode": mode}) for mode in modes}
-    for slot in oracle_grid.slots(rows, len(prompts), modes, plans, tuple(w.get("grid") or ())):
+    for slot in oracle_grid.slots(rows, len(prompts), modes, plans, tuple(w.get("grid") or ()), max_tokens):
         sets[slot.mode].requests.append(Request(
             request_id(app.check_name, slot.mode, slot.key), prompt=prompts[slot.prompt],
-            sampling={**slot.row.params, "max_tokens": max_tokens, "ignore_eos": True}, logprobs=-1, wave=slot.wave))
+            sampling={**slot.row.params, "max_tokens": slot.max_tokens or max_tokens, "ignore_eos": True},
+            logprobs=-1, wave=slot.wave))
     return list(sets.values())
 
 

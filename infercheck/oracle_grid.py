@@ -4,11 +4,14 @@
 A *row* is one set of sampling params: each grid field alone at each of its values, the greedy
 rows (temperature 0 with a field that can change a greedy choice), the seeded rows, the `n > 1`
 row and random combinations drawn from the grid with a fixed seed. Each row runs under every
-`logprobs_mode` (one engine per mode) in five *batch plans*: alone (one row per generate call),
+`logprobs_mode` (one engine per mode) in six *batch plans*: alone (one row per generate call),
 uniform (the row's params on every prompt, one call), field (every value of one parameter, with the
 rows without params, one call per parameter: batch-wide code paths chosen by what the batch holds —
 top-k without top-p, say — see several values of it at once), mixed (every row, plus rows without
-params, in one call) and reversed (the mixed batch in reverse order). Request ids:
+params, in one call), reversed (the mixed batch in reverse order) and staggered (the mixed batch
+with lengths cycling 2..max_tokens: rows leave the running batch at every step, the batch condenses
+— rows with params move into freed slots: the logits processors' removed and moved updates; rows
+never join a running batch, see docs/design.md, "Oracles"). Request ids:
 `oracle/<name>#<mode>/<plan>:<row>@p<prompt>`.
 """
 
@@ -21,7 +24,7 @@ from typing import Any
 from infercheck.errors import InfercheckError
 
 MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
-PLANS = ("alone", "uniform", "field", "mixed", "reversed")
+PLANS = ("alone", "uniform", "field", "mixed", "reversed", "staggered")
 PLAIN = "none"  # rows without sampling params of their own (the engine's defaults)
 
 
@@ -43,6 +46,7 @@ class Slot:
     prompt: int
     wave: int
     batch: str = ""  # the field plan's parameter: rows without params run in every field's batch
+    max_tokens: int = 0  # the staggered plan's own length; 0: the oracle's max_tokens
 
     @property
     def key(self) -> str:
@@ -133,8 +137,13 @@ def oracle_rows(w: dict[str, Any], vocab: int | None, prompts: int) -> list[Row]
     return rows
 
 
+def staggered_length(i: int, params: dict[str, Any], max_tokens: int) -> int:
+    """Lengths 2..max_tokens in turn (never below the row's min_tokens, which vLLM refuses)."""
+    return max(2 + i % max(1, max_tokens - 1), int(params.get("min_tokens") or 0))
+
+
 def slots(rows: list[Row], prompts: int, modes: tuple[str, ...], plans: tuple[str, ...],
-          grid_fields: tuple[str, ...] = ()) -> list[Slot]:
+          grid_fields: tuple[str, ...] = (), max_tokens: int = 6) -> list[Slot]:
     """Every request of the oracle in submission order (waves ascending within a mode); the field
     plan batches the rows of each of `grid_fields` (greedy rows of the field included)."""
     out = []
@@ -159,6 +168,10 @@ def slots(rows: list[Row], prompts: int, modes: tuple[str, ...], plans: tuple[st
             elif plan in ("mixed", "reversed"):
                 ordered = rows if plan == "mixed" else list(reversed(rows))
                 out += [Slot(mode, plan, r, r.prompt, wave) for r in ordered]
+                wave += 1
+            elif plan == "staggered":
+                out += [Slot(mode, plan, r, r.prompt, wave, max_tokens=staggered_length(i, r.params, max_tokens))
+                        for i, r in enumerate(rows)]
                 wave += 1
             else:
                 raise InfercheckError(f"unknown batch plan {plan!r} (known: {', '.join(PLANS)})")

@@ -15,7 +15,7 @@ masked) at each position, and the tokens within a hair of a top_p / min_p cut.
   processed argmax (near ties excepted); the randomized probability integral transforms of all
   sampled tokens under their processed distributions are uniform (Kolmogorov-Smirnov).
 - `seeds`: a seeded row gives the same tokens in every plan and mode (alone, beside other rows,
-  reversed, on another engine); an unseeded random row, run in the plans of one engine, does not
+  reversed, staggered — over the shorter length —, on another engine); an unseeded random row, run in the plans of one engine, does not
   repeat itself more often than its reference probability allows, nor do an `n > 1` request's
   completions. (Across engines unseeded rows do repeat: every engine starts from the same seed.)
 """
@@ -309,6 +309,12 @@ def sequence_logprob(o: OracleResult, ids: list[int]) -> float:
     return sum(log_softmax(o.ref.processed_logits[pos])[t] for pos, t in enumerate(ids))
 
 
+def agree(a: list[int], b: list[int]) -> bool:
+    """Equal over the shorter one's length: a staggered row stops early, its seeded draws do not change."""
+    k = min(len(a), len(b))
+    return a[:k] == b[:k]
+
+
 def compare_seeds(results: list[RequestResult], refs: dict[str, RequestResult], params: dict[str, dict[str, Any]],
                   alpha: float) -> Comparison:
     placed, missing = oracle_results(results, refs, params)
@@ -318,8 +324,9 @@ def compare_seeds(results: list[RequestResult], refs: dict[str, RequestResult], 
             runs.setdefault((o.row, o.prompt, "" if "seed" in o.params else o.mode), []).append(o)
     problems, seeded_pairs, unseeded_groups = [], 0, 0
     for (row, prompt, _), seen in sorted(runs.items()):
-        first = seen[0]
-        same = [o for o in seen[1:] if o.result.output_ids == first.result.output_ids]
+        first = max(seen, key=lambda o: len(o.result.output_ids))
+        seen = [first] + [o for o in seen if o is not first]
+        same = [o for o in seen[1:] if agree(o.result.output_ids, first.result.output_ids)]
         if "seed" in first.params:
             seeded_pairs += len(seen) - 1
             problems += [{"parameter": o.parameter, "row": row, "why": "a seeded row gave other tokens",
@@ -328,7 +335,8 @@ def compare_seeds(results: list[RequestResult], refs: dict[str, RequestResult], 
                          for o in seen[1:] if o not in same]
         elif len(seen) > 1:
             unseeded_groups += 1
-            chance = (len(seen) - 1) * sequence_logprob(first, first.result.output_ids)
+            shortest = min(len(o.result.output_ids) for o in seen)
+            chance = (len(seen) - 1) * sequence_logprob(first, first.result.output_ids[:shortest])
             if len(same) == len(seen) - 1 and chance < math.log(alpha):
                 problems.append({"parameter": first.parameter, "row": row, "runs": len(seen),
                                  "why": f"an unseeded row repeated its tokens in all {len(seen)} runs "

@@ -57,6 +57,10 @@ def test_batch_plans_put_each_row_alone_uniform_beside_its_field_and_mixed():
     assert top_k_batch == {"top_k.0", "top_k.1", "greedy.top_k.0", "none.0", "none.1"}
     mixed = [s.row.name for s in one_mode if s.plan == "mixed"]
     assert mixed == [r.name for r in rows] and [s.row.name for s in one_mode if s.plan == "reversed"] == mixed[::-1]
+    staggered = [s for s in one_mode if s.plan == "staggered"]
+    assert [s.row.name for s in staggered] == mixed and {s.max_tokens for s in staggered} == {2, 3, 4, 5, 6}
+    assert all(s.max_tokens >= s.row.params.get("min_tokens", 0) for s in staggered)
+    assert all(s.max_tokens == 0 for s in one_mode if s.plan != "staggered")
     waves = [s.wave for s in one_mode]
     assert waves == sorted(waves) and len({s.wave for s in one_mode if s.plan == "mixed"}) == 1
 
@@ -162,6 +166,7 @@ def test_samples_from_the_processed_distribution_pass_and_argmax_draws_fail():
 def test_seeded_rows_must_repeat_across_plans():
     results, refs, params = oracle_case()
     assert compare_seeds(results, refs, params, 0.001).passed
+    assert compare_seeds(*oracle_case(seeded_tokens=([4, 4, 4], [4, 4])), 0.001).passed  # a shorter run: its prefix
     out = compare_seeds(*oracle_case(seeded_tokens=([4, 4, 4], [4, 5, 4])), 0.001)
     assert not out.passed and out.detail["failing_parameters"] == ["seeded"]
 
@@ -178,3 +183,17 @@ def test_every_sampling_params_field_is_classified():
     assert set(spec["covers"]) - fields == set(), "covered fields the engine does not have"
     grid = load_apps()["sampling"].workload["grid"]
     assert set(grid) <= set(spec["covers"])
+
+
+def test_a_parameter_that_held_on_base_and_fails_on_patched_is_a_regression():
+    from infercheck.checks.app_check import regressed_comparators
+    from infercheck.payloads import Comparison
+
+    def comparison(name, failing):
+        return Comparison(name, not failing, float(len(failing)), "", {"failing_parameters": failing})
+
+    base = [comparison("distributions", ["min_tokens"]), comparison("seeds", [])]
+    assert regressed_comparators(base, [comparison("distributions", ["min_tokens"]), comparison("seeds", [])]) == []
+    assert regressed_comparators(base, [comparison("distributions", []), comparison("seeds", [])]) == []
+    assert regressed_comparators(base, [comparison("distributions", ["min_tokens", "top_k"]),
+                                        comparison("seeds", ["seeded"])]) == ["seeds", "distributions[top_k]"]
