@@ -69,13 +69,22 @@ def app_check(app: App, why: str, affected: bool, engine: dict[Variant, list[Req
 def regressed_comparators(base: list[Comparison], patched: list[Comparison]) -> list[str]:
     """Comparators that pass on base and fail on patched: e.g. burst-vs-solo consistency broken by a
     patch on an app whose reference comparison fails on both (the bug's own damage). A comparator
-    over a parameter grid (an oracle's: its detail lists `failing_parameters`) that fails on both
-    regresses where a parameter that held on base fails on patched: "distributions[top_k]"."""
+    over a parameter grid (an oracle's: its detail lists `failing_cells`, parameter@mode, or
+    `failing_parameters`) that fails on both regresses where a cell that held on base fails on
+    patched: "distributions[top_k@processed_logprobs]"."""
     held = {c.comparator for c in base if c.passed}
     out = [c.comparator for c in patched if not c.passed and c.comparator in held]
-    failing_on_base = {c.comparator: set(c.detail.get("failing_parameters") or ()) for c in base if not c.passed}
+    failing_on_base = {c.comparator: failing_parts(c) for c in base if not c.passed}
     for c in patched:
-        if not c.passed and c.comparator in failing_on_base and "failing_parameters" in c.detail:
-            new = sorted(set(c.detail["failing_parameters"]) - failing_on_base[c.comparator])
+        if not c.passed and c.comparator in failing_on_base and failing_parts(c) is not None:
+            new = sorted(failing_parts(c) - (failing_on_base[c.comparator] or set()))
             out += [f"{c.comparator}[{p}]" for p in new]
     return out
+
+
+def failing_parts(c: Comparison) -> set[str] | None:
+    """The grid cells a comparator names as failing (None: it names none)."""
+    for key in ("failing_cells", "failing_parameters"):
+        if key in c.detail:
+            return set(c.detail[key] or ())
+    return None

@@ -228,9 +228,14 @@ def compare_distributions(results: list[RequestResult], refs: dict[str, RequestR
         summary += f"; {len(missing)} without a reference"
     examples = sorted(failures.values(), key=lambda f: (f["parameter"], f["plan"], f["mode"]))
     return Comparison("distributions", ok, float(len(failures) + len(missing)), summary,
-                      {"failing_parameters": bad_params, "table": cells, "tolerance": tolerance, "max_kl": max_kl,
+                      {"failing_parameters": bad_params, "failing_cells": cells_of(failures.values()), "table": cells, "tolerance": tolerance, "max_kl": max_kl,
                        "missing": missing[:MAX_EXAMPLES]},
                       [{"parameter": f["parameter"], "failure": describe(f)} for f in spread(examples)])
+
+
+def cells_of(failures: Any) -> list[str]:
+    """parameter@mode of each failure: the unit regression is judged in (app_check.regressed_comparators)."""
+    return sorted({f"{f['parameter']}@{f['mode']}" for f in failures})
 
 
 def spread(failures: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -299,7 +304,7 @@ def compare_samples(results: list[RequestResult], refs: dict[str, RequestResult]
     summary += f"; {len(bad)} impossible tokens" + (f" (parameters: {', '.join(bad_params)})" if bad_params else "")
     return Comparison("samples", ok, p_value, summary,
                       {"sampled": len(pits), "pit_p_value": p_value, "alpha": alpha, "impossible": len(bad),
-                       "failing_parameters": bad_params}, spread(bad))
+                       "failing_parameters": bad_params, "failing_cells": cells_of(bad)}, spread(bad))
 
 
 # ---- seeds: seeded rows repeat, unseeded ones do not ---------------------------------------------

@@ -197,3 +197,16 @@ def test_a_parameter_that_held_on_base_and_fails_on_patched_is_a_regression():
     assert regressed_comparators(base, [comparison("distributions", []), comparison("seeds", [])]) == []
     assert regressed_comparators(base, [comparison("distributions", ["min_tokens", "top_k"]),
                                         comparison("seeds", ["seeded"])]) == ["seeds", "distributions[top_k]"]
+
+
+def test_a_cell_that_held_on_base_is_judged_per_logprobs_mode():
+    from infercheck.checks.app_check import regressed_comparators
+    from infercheck.payloads import Comparison
+
+    def comparison(cells):
+        return Comparison("distributions", False, 1.0, "", {"failing_parameters": sorted({c.split("@")[0] for c in cells}),
+                                                             "failing_cells": cells})
+
+    base = [comparison(["top_k@raw_logits"])]  # the bug: raw_logits wrong; a fix that moves it to raw_logprobs
+    assert regressed_comparators(base, [comparison(["top_k@raw_logprobs"])]) == ["distributions[top_k@raw_logprobs]"]
+    assert regressed_comparators(base, [comparison(["top_k@raw_logits"])]) == []
