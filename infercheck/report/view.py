@@ -11,6 +11,7 @@ from typing import Any
 
 from infercheck.checks.comparators import REGISTRY
 from infercheck.names import APP_LIKE, UNDECIDED_FLAGS, CheckFlag, CheckKind, Variant
+from infercheck.oracle_grid import PLANS
 from infercheck.payloads import AppDetail, AppPayload, Detail, Payload, RuntimeRecord, StaticDetail, filled_fields
 from infercheck.records import CheckResult, Observation, ValidationRun
 
@@ -322,7 +323,7 @@ def grid_view(check: CheckResult, comparator: str = "distributions") -> GridView
     keys = sorted({k for c in cells.values() for k in c})
     if not keys:
         return None
-    plans = list(dict.fromkeys(plan for _, plan in keys))
+    plans = sorted({plan for _, plan in keys}, key=lambda p: (p not in PLANS, PLANS.index(p) if p in PLANS else 0, p))
     failed = {p for c in cells.values() for (p, _), group in c.items() if any(x["failed"] for x in group)}
     rows = []
     for parameter in sorted({p for p, _ in keys}, key=lambda p: (p not in failed, p)):
