@@ -22,7 +22,8 @@ from infercheck.models import zoo
 from infercheck.cases import load_case
 from infercheck.paths import PATCHES_DIR, cache_dir, reports_dir
 from infercheck.apps import load_apps
-from infercheck.neighbours import RUN_AS_APPS, select_neighbours
+from infercheck.names import APP_LIKE
+from infercheck.neighbours import select_neighbours
 from infercheck.patch.intake import read_patch
 from infercheck.options import ValidateOptions, load_options
 from infercheck.pipeline import regrade, validate
@@ -233,7 +234,7 @@ def cmd_neighbours(args: argparse.Namespace) -> int:
     known = load_apps()
     for sel in select_neighbours(list(patch.files)):
         files = f" ({', '.join(sel.files)})" if sel.files else ""
-        missing = " [no such app or oracle in suites/]" if sel.kind in RUN_AS_APPS and sel.name not in known else ""
+        missing = " [no such app or oracle in suites/]" if sel.kind in APP_LIKE and sel.name not in known else ""
         print(f"  {sel.kind:6s} {sel.name:28s} {'; '.join(sel.reasons)}{files}{missing}")
     return 0
 

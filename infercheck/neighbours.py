@@ -8,6 +8,7 @@ from pathlib import Path
 
 from infercheck.apps import load_apps, select_apps
 from infercheck.errors import InfercheckError
+from infercheck.names import APP_LIKE
 from infercheck.paths import SUITES_DIR
 from infercheck.specs import App
 from infercheck.yamlio import read_yaml
@@ -22,9 +23,6 @@ class Selection:
     reasons: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     specificity: int = 0  # length of the most specific matching glob: higher is more directly touched
-
-
-RUN_AS_APPS = ("app", "oracle")  # selections that run as apps (docs/design.md, "Oracles")
 
 
 def glob_regex(pattern: str) -> re.Pattern[str]:
@@ -93,7 +91,7 @@ def chosen_apps(touched: list[str], requested: list[str] | None) -> tuple[list[A
             names = list(load_apps())
         apps = select_apps(names)
         return apps, {a.name: "named with --apps" for a in apps}
-    selected = [s for s in select_neighbours(touched) if s.kind in RUN_AS_APPS]
+    selected = [s for s in select_neighbours(touched) if s.kind in APP_LIKE]  # apps and oracles run as apps
     known = load_apps()
     apps = [known[s.name] for s in selected if s.name in known]
     return apps, {s.name: f"touches {', '.join(s.files[:3])} — " + " | ".join(s.reasons) for s in selected}

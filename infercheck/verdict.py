@@ -7,7 +7,7 @@ ERROR:<stage>, COLLATERAL, INCONCLUSIVE, CLEAN.
 
 from __future__ import annotations
 
-from infercheck.names import PASSING_HEADLINES, CheckFlag, CheckKind, Headline, Stage, error_code
+from infercheck.names import APP_LIKE, PASSING_HEADLINES, CheckFlag, CheckKind, Headline, Stage, error_code
 from infercheck.records import CheckResult, Flag, Verdict
 
 SYMPTOM_ORDER = (Headline.NOT_FIXED, Headline.COLLATERAL, Headline.SYMPTOM_ONLY, Headline.WORKAROUND,
@@ -34,8 +34,7 @@ def check_flags(check: CheckResult, has_symptom: bool) -> list[Flag]:
             # whether or not the symptom spec lists it as affected (docs/design.md, "Verdicts").
             # Outside the declared area a check that passed on base and fails on patched is
             # collateral damage (its COLLATERAL flag says so), not a symptom left standing.
-            how = "still fails" if check.kind in (CheckKind.APP, CheckKind.ORACLE) else \
-                "still differs from the reference"
+            how = "still fails" if check.kind in APP_LIKE else "still differs from the reference"
             where = "in the affected area" if check.affected else "(outside the symptom's declared area)"
             out.append(Flag(Headline.SYMPTOM_ONLY, check.name,
                             f"{check.name}: patched {how} {where} ({check.criterion})"))

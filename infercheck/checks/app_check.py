@@ -74,11 +74,11 @@ def regressed_comparators(base: list[Comparison], patched: list[Comparison]) -> 
     patched: "distributions[top_k@processed_logprobs]"."""
     held = {c.comparator for c in base if c.passed}
     out = [c.comparator for c in patched if not c.passed and c.comparator in held]
-    failing_on_base = {c.comparator: failing_parts(c) for c in base if not c.passed}
+    failing_on_base = {c.comparator: failing_parts(c) or set() for c in base if not c.passed}
     for c in patched:
-        if not c.passed and c.comparator in failing_on_base and failing_parts(c) is not None:
-            new = sorted(failing_parts(c) - (failing_on_base[c.comparator] or set()))
-            out += [f"{c.comparator}[{p}]" for p in new]
+        parts = failing_parts(c)
+        if not c.passed and c.comparator in failing_on_base and parts is not None:
+            out += [f"{c.comparator}[{p}]" for p in sorted(parts - failing_on_base[c.comparator])]
     return out
 
 

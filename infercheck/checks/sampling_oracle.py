@@ -15,9 +15,9 @@ masked) at each position, and the tokens within a hair of a top_p / min_p cut.
   processed argmax (near ties excepted); the randomized probability integral transforms of all
   sampled tokens under their processed distributions are uniform (Kolmogorov-Smirnov).
 - `seeds`: a seeded row gives the same tokens in every plan and mode (alone, beside other rows,
-  reversed, staggered — over the shorter length —, on another engine); an unseeded random row, run in the plans of one engine, does not
-  repeat itself more often than its reference probability allows, nor do an `n > 1` request's
-  completions. (Across engines unseeded rows do repeat: every engine starts from the same seed.)
+  reversed, staggered — over the shorter length —, on another engine); an unseeded random row,
+  run in the plans of one engine, does not repeat itself more often than its reference
+  probability allows, nor do an `n > 1` request's completions. (Across engines unseeded rows do repeat: every engine starts from the same seed.)
 """
 
 from __future__ import annotations
@@ -228,8 +228,8 @@ def compare_distributions(results: list[RequestResult], refs: dict[str, RequestR
         summary += f"; {len(missing)} without a reference"
     examples = sorted(failures.values(), key=lambda f: (f["parameter"], f["plan"], f["mode"]))
     return Comparison("distributions", ok, float(len(failures) + len(missing)), summary,
-                      {"failing_parameters": bad_params, "failing_cells": cells_of(failures.values()), "table": cells, "tolerance": tolerance, "max_kl": max_kl,
-                       "missing": missing[:MAX_EXAMPLES]},
+                      {"failing_parameters": bad_params, "failing_cells": cells_of(failures.values()), "table": cells,
+                       "tolerance": tolerance, "max_kl": max_kl, "missing": missing[:MAX_EXAMPLES]},
                       [{"parameter": f["parameter"], "failure": describe(f)} for f in spread(examples)])
 
 

@@ -323,7 +323,8 @@ def grid_view(check: CheckResult, comparator: str = "distributions") -> GridView
     keys = sorted({k for c in cells.values() for k in c})
     if not keys:
         return None
-    plans = sorted({plan for _, plan in keys}, key=lambda p: (p not in PLANS, PLANS.index(p) if p in PLANS else 0, p))
+    found = {plan for _, plan in keys}
+    plans = [p for p in PLANS if p in found] + sorted(found - set(PLANS))  # the oracle's order, then any others
     failed = {p for c in cells.values() for (p, _), group in c.items() if any(x["failed"] for x in group)}
     rows = []
     for parameter in sorted({p for p, _ in keys}, key=lambda p: (p not in failed, p)):
