@@ -41,13 +41,16 @@ def app_check(app: App, why: str, affected: bool, engine: dict[Variant, list[Req
     reference = Observation(Variant.REFERENCE, detail=ReferenceDetail(
         "HF transformers float32 (teacher-forced scoring and exact distributions)"))
     flags = []
-    if base.error or patched.error:
-        if base.error:
-            payload.note = "the app failed on base, so this run cannot judge the patch on it"
-        else:
-            flags.append(CheckFlag.ERROR)  # the patched engine failed where base ran (ERROR:run)
+    if base.error:
+        payload.note = "the app failed on base, so this run cannot judge the patch on it"
         return CheckResult(app.check_name, app.kind, METRIC, criterion, affected, base, patched, reference,
                            flags, payload, [], why)
+    if patched.error and not runtime[Variant.PATCHED].engine_raised:
+        flags.append(CheckFlag.ERROR)  # a refused allocation where base ran: the machine, not the patch (ERROR:run)
+        return CheckResult(app.check_name, app.kind, METRIC, criterion, affected, base, patched, reference,
+                           flags, payload, [], why)
+    if patched.error:  # the patched engine raised on requests base served: the patch broke the app
+        return crashed_check(app, criterion, why, affected, base, patched, reference, payload)
     payload.regressed = regressed_comparators(comparisons[Variant.BASE], comparisons[Variant.PATCHED])
     if payload.regressed:  # a comparator that held on base breaks, even where another failed on both
         flags.append(CheckFlag.REGRESSED)
@@ -64,6 +67,25 @@ def app_check(app: App, why: str, affected: bool, engine: dict[Variant, list[Req
                 for c in comparisons[v] for e in c.examples][:MAX_EXAMPLES]
     return CheckResult(app.check_name, app.kind, METRIC, criterion, affected, base, patched, reference, flags,
                        payload, examples, why)
+
+
+SERVES = "serves"  # the pseudo-comparator a crash fails: the engine serves every request base served
+
+
+def crashed_check(app: App, criterion: str, why: str, affected: bool, base: Observation, patched: Observation,
+                  reference: Observation, payload: AppPayload) -> CheckResult:
+    """The patched engine raised (at start-up or while serving) on groups the base engine served:
+    the app fails on patched with the exception as its evidence, a regression like any comparator
+    that held on base (COLLATERAL outside the symptom; docs/apps.md)."""
+    error = patched.error or ""
+    failed = Comparison(SERVES, False, 1.0, f"the patched engine raised where base served: {error}",
+                        {"errors": error.split("; ")})
+    patched = replace(patched, value=1.0, passed=False, error=None,
+                      detail=AppDetail([failed], payload.runtime[Variant.PATCHED], [SERVES]))
+    payload.regressed = [SERVES]
+    payload.note = f"the patched engine raised on requests the base engine served: {error}"
+    return CheckResult(app.check_name, app.kind, METRIC, criterion, affected, base, patched, reference,
+                       [CheckFlag.REGRESSED, CheckFlag.NOT_RESTORED], payload, [], why)
 
 
 def regressed_comparators(base: list[Comparison], patched: list[Comparison]) -> list[str]:

@@ -23,6 +23,7 @@ class Runtime:
     preemptions: int | None
     steps: list[dict[str, Any]]
     error: str | None = None  # an app engine that failed (GroupResult.error of its isolated group)
+    engine_raised: bool = False  # every failure was the engine raising (not a refused allocation)
 
     def record(self) -> RuntimeRecord:
         return RuntimeRecord(self.tokens_per_s, self.hit_rate, self.preemptions, len(self.steps))
@@ -34,10 +35,12 @@ def runtime_of(groups: list[GroupResult]) -> Runtime:
     queries = sum(g.metrics.get(QUERIES, 0.0) for g in groups)
     hits = sum(g.metrics.get(HITS, 0.0) for g in groups)
     preempt = [g.metrics[PREEMPTIONS] for g in groups if PREEMPTIONS in g.metrics]
-    errors = [f"{g.name}: {g.error}" for g in groups if g.error]
+    failed = [g for g in groups if g.error]
+    raised = bool(failed) and all(g.error_kind != "memory" and not str(g.error).startswith("MemoryError")
+                                  for g in failed)
     return Runtime(tokens / elapsed if elapsed > 0 else None, hits / queries if queries > 0 else None,
                    int(sum(preempt)) if preempt else None, [s for g in groups for s in g.steps],
-                   "; ".join(errors) or None)
+                   "; ".join(f"{g.name}: {g.error}" for g in failed) or None, raised)
 
 
 def step_rate(step: dict[str, Any]) -> float | None:

@@ -160,6 +160,9 @@ class GroupResult:
     # One row per generate call: {"wave", "step", "requests", "prompt_tokens", "output_tokens", "elapsed_s"}
     steps: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None  # an isolated group that failed: "ExceptionType: message"
+    # Why it failed: "exception" (the engine raised while starting or serving the group: evidence
+    # about the engine) or "memory" (an allocation refused: evidence about the machine).
+    error_kind: str | None = None
 
     @property
     def tokens_per_s(self) -> float:

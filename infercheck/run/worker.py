@@ -75,7 +75,13 @@ def run_isolated(backend: Any, job: Job, group: Group, emit: Callable[[RequestRe
     except Exception as exc:
         traceback.print_exc()
         gc.collect()
-        return GroupResult(group.name, group.engine_args, len(group.requests), 0, 0, 0.0, 0.0, error=one_line(exc))
+        return GroupResult(group.name, group.engine_args, len(group.requests), 0, 0, 0.0, 0.0, error=one_line(exc),
+                           error_kind="memory" if is_out_of_memory(exc) else "exception")
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """A refused allocation (MemoryError under the address-space limit, torch's OutOfMemoryError)."""
+    return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError"
 
 
 class Tracer:
@@ -164,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_HANDLED_ERROR
     except Exception as exc:  # the harness turns this into one line; the trace stays in stderr
         traceback.print_exc()
-        kind = "memory" if isinstance(exc, MemoryError) else "exception"
+        kind = "memory" if is_out_of_memory(exc) else "exception"
         write_status(out, state="error", kind=kind, message=one_line(exc))
         return EXIT_HANDLED_ERROR
     write_status(out, state="done", started=started, elapsed_s=round(time.time() - started, 3))

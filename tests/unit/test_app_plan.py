@@ -8,10 +8,10 @@ import pytest
 from infercheck.app_ids import parse_id, request_id
 from infercheck.apps import ModelFacts, app_sets, load_apps
 from infercheck.checks.app_check import app_check
-from infercheck.checks.signals import Runtime
+from infercheck.checks.signals import Runtime, runtime_of
 from infercheck.errors import InfercheckError
 from infercheck.plan import engine_job, make_plan, reference_job
-from infercheck.run.job import Job, RequestResult
+from infercheck.run.job import GroupResult, Job, RequestResult
 
 PROFILE = {"max_kl": 1e-4, "mean_kl": 1e-5, "max_abs_dlogprob": 1e-3, "min_top1": 1.0, "near_tie": 1e-3}
 SIGNALS = {"hit_rate_drop": 0.5, "min_base_hit_rate": 0.2, "throughput_floor": 0.3, "noise_factor": 3.0,
@@ -121,19 +121,35 @@ def test_app_groups_are_isolated_and_the_flag_survives_the_job_file():
     assert [g.isolated for g in again.groups] == [g.isolated for g in job.groups]
 
 
-def test_an_app_that_fails_on_patched_only_is_an_error_and_on_base_judges_nothing():
+def test_an_app_whose_patched_engine_raises_regresses_a_refused_allocation_is_an_error_and_base_judges_nothing():
+    """The patched engine raising on requests base served (an IndexError in a sampler op, a config
+    it now refuses) is the patch breaking the app: COLLATERAL with the exception as evidence. A
+    refused allocation says nothing about the patch (ERROR:run); a base failure judges nothing."""
+    from infercheck.verdict import check_flags, decide
+
     app = load_apps()["subagent-burst"]
     app = type(app)(**{**app.__dict__, "compare": ("consistency",)})
     engine = {"base": burst_results(5), "patched": burst_results(5)[:1]}
-    ok, broken = Runtime(1000.0, 0.8, 0, []), Runtime(None, None, None, [], "app:subagent-burst:burst: RuntimeError: boom")
-    check = app_check(app, "", False, engine, {"base": {}, "patched": {}}, {"base": ok, "patched": broken}, {},
+    ok = Runtime(1000.0, 0.8, 0, [])
+    raised = runtime_of([GroupResult("app:subagent-burst:burst", {}, 3, 0, 0, 0.0, 0.0,
+                                     error="RuntimeError: index 64 is out of bounds", error_kind="exception")])
+    refused = runtime_of([GroupResult("app:subagent-burst:burst", {}, 3, 0, 0, 0.0, 0.0,
+                                      error="MemoryError: refused", error_kind="memory")])
+    assert raised.engine_raised and not refused.engine_raised
+    check = app_check(app, "", False, engine, {"base": {}, "patched": {}}, {"base": ok, "patched": raised}, {},
                       PROFILE, SIGNALS)
-    assert check.flags == ["error"] and "boom" in check.patched.error and check.base.passed
-    both = app_check(app, "", False, engine, {"base": {}, "patched": {}}, {"base": broken, "patched": broken}, {},
+    assert check.flags == ["regressed", "not_restored"] and check.base.passed and check.patched.passed is False
+    assert check.regressed_parts() == ["serves"] and "out of bounds" in check.payload.note
+    (flag,) = [f for f in check_flags(check, has_symptom=True) if f.code == "COLLATERAL"]
+    assert "serves passed on base" in flag.message
+    assert decide([check], [], has_symptom=True).headline == "COLLATERAL"
+    memory = app_check(app, "", False, engine, {"base": {}, "patched": {}}, {"base": ok, "patched": refused}, {},
+                       PROFILE, SIGNALS)
+    assert memory.flags == ["error"] and "refused" in memory.patched.error
+    assert decide([memory], [], has_symptom=True).headline == "ERROR:run"
+    both = app_check(app, "", False, engine, {"base": {}, "patched": {}}, {"base": raised, "patched": raised}, {},
                      PROFILE, SIGNALS)
     assert both.flags == [] and both.base.passed is None and "cannot judge" in both.payload.note
-    from infercheck.verdict import decide
-    assert decide([check], [], has_symptom=True).headline == "ERROR:run"
 
 
 def test_a_comparator_that_held_on_base_regresses_even_when_another_fails_on_both():
