@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from infercheck import oracle_grid
+from infercheck import oracle_grid, prefix_grid
 from infercheck.app_ids import bare_name, request_id
 from infercheck.checks.comparators import REGISTRY
 from infercheck.errors import InfercheckError
@@ -250,10 +250,26 @@ def _sampling_oracle(app: App, w: dict[str, Any], model: ModelFacts) -> list[App
     return list(sets.values())
 
 
+def _prefix_cache_oracle(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
+    """Each cached engine's request sequence (prefix_grid.py), one request per wave, and every
+    request once more on an engine without prefix caching (its outputs are what caching must keep)."""
+    sampling = greedy(int(w.get("max_tokens", 3)))
+    logprobs = int(w.get("logprobs", 5))
+    sets, twins = [], []
+    for cs in prefix_grid.cache_sets(w):
+        make = lambda set_name, key, r, wave: Request(  # noqa: E731
+            request_id(app.check_name, set_name, key), prompt_token_ids=list(r.prompt_ids), sampling=dict(sampling),
+            logprobs=logprobs, wave=wave, cache_salt=r.salt)
+        sequence = cs.requests()
+        sets.append(AppSet(cs.name, [make(cs.name, r.key, r, i) for i, r in enumerate(sequence)], cs.engine_args()))
+        twins += [make(prefix_grid.UNCACHED, cs.twin_prefix + r.key, r, 0) for r in sequence]
+    return [*sets, AppSet(prefix_grid.UNCACHED, twins, {"enable_prefix_caching": False})]
+
+
 WORKLOADS: dict[str, Callable[[App, dict[str, Any], ModelFacts], list[AppSet]]] = {
     "session": _session, "prompts": _prompts, "shared-prefix": _shared_prefix, "batch-mix": _batch_mix,
     "sampler": _sampler, "seeded": _seeded, "logprobs": _logprobs, "structured": _structured, "stop-n": _stop_n,
-    "sampling-oracle": _sampling_oracle,
+    "sampling-oracle": _sampling_oracle, "prefix-cache-oracle": _prefix_cache_oracle,
 }
 
 

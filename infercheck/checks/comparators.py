@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from infercheck.app_ids import app_of
+from infercheck import prefix_grid
 from infercheck.checks import app_compare as cmp
+from infercheck.checks import prefix_cache
 from infercheck.checks import sampling_oracle as oracle
 from infercheck.payloads import Comparison
 from infercheck.run.job import RequestResult
@@ -161,3 +163,10 @@ def samples(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
 def seeds(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
     """Seeded rows repeat in every plan and mode; unseeded rows and n>1 completions do not."""
     return oracle.compare_seeds(inp.results, inp.refs, inp.own_params(), float(options.get("alpha", 0.001)))
+
+
+@comparator("prefix-cache", shown=("requests", "false_sharing", "lost_reuse_tokens", "diverged", "failing_cells"))
+def prefix_cache_hits(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
+    """Each cached request gets the ideal prefix cache's cached tokens and its uncached twin's outputs."""
+    return prefix_cache.compare_prefix_cache(inp.results, prefix_grid.cache_sets(inp.workload),
+                                             prefix_grid.UNCACHED, inp.profile["near_tie"])

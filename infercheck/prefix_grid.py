@@ -1,0 +1,119 @@
+"""The prefix-cache oracle's request sequences (docs/design.md, "Oracles"): prompts built from
+block-sized chunks of token ids, so that every case of the cache's specification is one request.
+
+The cases, at each block size B, submitted one at a time in this order: a first prompt; the same
+again; shared prefixes of 1 to 4 blocks; a prompt that is a whole number of blocks (the last block
+is recomputed: at least one prompt token must run); an equal later block after a different prefix,
+at depths 1 to 3; the same prompt under a new `cache_salt`, again under that salt, under another;
+partial last blocks; a prompt shorter than a block. Under a small cache (`num_gpu_blocks_override`)
+a sequence that evicts: prompts that fill the cache, then the first again. What each request should
+find cached is not written here: the ideal cache (checks/prefix_cache.py) replays the sequence.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+TOKEN_POOL = range(4, 20)  # ordinary ids of the bundled char-level models ('0'-'9', '+', '=', ...)
+
+
+@dataclass(frozen=True)
+class CacheRequest:
+    key: str  # "r00-first", unique within a sequence; the order of the sequence is the order of submission
+    prompt_ids: tuple[int, ...]
+    salt: str | None = None
+
+
+class Chunks:
+    """Deterministic block-sized chunks of token ids: chunk(name) is the same for the same name."""
+
+    def __init__(self, block_size: int, seed: int) -> None:
+        self.block_size, self.seed = block_size, seed
+
+    def chunk(self, name: str, length: int | None = None) -> tuple[int, ...]:
+        rng = random.Random(f"{self.seed}:{self.block_size}:{name}")
+        ids = tuple(rng.choice(TOKEN_POOL) for _ in range(self.block_size))
+        return ids[:length] if length is not None else ids
+
+    def of(self, *names: str, tail: int = 0) -> tuple[int, ...]:
+        """The chunks named, in order, then `tail` tokens of a chunk of their own (a partial block)."""
+        out = tuple(t for n in names for t in self.chunk(n))
+        return out + (self.chunk("tail:" + "-".join(names), tail) if tail else ())
+
+
+def sequence(block_size: int, seed: int = 0) -> list[CacheRequest]:
+    """The oracle's requests at one block size with room for every block (no eviction)."""
+    c = Chunks(block_size, seed)
+    half = block_size // 2
+    a4 = ("a0", "a1", "a2", "a3")
+    cases = [
+        ("first", c.of(*a4, tail=5), None),
+        ("identical", c.of(*a4, tail=5), None),
+        *[(f"shared-{n}", c.of(*a4[:n], f"s{n}", tail=3), None) for n in range(1, 4)],
+        ("shared-4", c.of(*a4, "s4", tail=3), None),
+        ("whole-blocks", c.of(*a4), None),
+        *[(f"later-equal-depth-{d}", c.of(*[f"x{d}.{i}" for i in range(d)], *a4[d:], tail=5), None) for d in (1, 2, 3)],
+        ("gap-in-prefix", c.of("a0", "y1", "a2", "a3", tail=5), None),
+        ("salted", c.of(*a4, tail=5), "salt-1"),
+        ("salted-again", c.of(*a4, tail=5), "salt-1"),
+        ("salted-prefix", c.of(*a4[:2], tail=4), "salt-1"),
+        ("other-salt", c.of(*a4, tail=5), "salt-2"),
+        ("partial-block", c.of(*a4[:2], tail=half), None),
+        ("partial-of-cached-block", c.of(*a4[:2]) + c.chunk("a2", half), None),
+        ("shorter-than-a-block", c.chunk("a0", block_size - 1), None),
+    ]
+    return [CacheRequest(f"r{i:02d}-{name}", ids, salt) for i, (name, ids, salt) in enumerate(cases)]
+
+
+def eviction_sequence(block_size: int, seed: int = 0) -> list[CacheRequest]:
+    """Prompts of 4-5 blocks each, distinct, then the first ones again: on a cache of a few
+    requests' blocks, later prompts evict earlier ones' blocks (least recently used first, a
+    request's tail blocks before its head) and the repeats find what is left."""
+    c = Chunks(block_size, seed + 1)
+    cases = [
+        ("fill-a", c.of("a0", "a1", "a2", "a3", tail=3)),
+        ("fill-b", c.of("b0", "b1", "b2", "b3", tail=3)),
+        ("again-a", c.of("a0", "a1", "a2", "a3", tail=3)),
+        ("fill-c", c.of("c0", "c1", "c2", "c3", "c4", tail=3)),
+        ("again-b", c.of("b0", "b1", "b2", "b3", tail=3)),
+        ("again-a-prefix", c.of("a0", "a1", tail=3)),
+        ("again-c", c.of("c0", "c1", "c2", "c3", "c4", tail=3)),
+    ]
+    return [CacheRequest(f"e{i:02d}-{name}", ids) for i, (name, ids) in enumerate(cases)]
+
+
+UNCACHED = "uncached"  # the set every cached request is paired with: the same prompt, no prefix caching
+
+
+@dataclass(frozen=True)
+class CacheSet:
+    """One cached engine of the oracle: its set name, block size and pool (None: never full)."""
+
+    name: str
+    block_size: int
+    num_blocks: int | None = None
+
+    @property
+    def twin_prefix(self) -> str:
+        """Its requests' keys in the uncached set: f"{twin_prefix}{key}"."""
+        return f"{self.name}-"
+
+    def engine_args(self) -> dict[str, Any]:
+        args: dict[str, Any] = {"enable_prefix_caching": True, "block_size": self.block_size}
+        if self.num_blocks is not None:
+            # the engine refuses to start when max_model_len does not fit its KV cache
+            args.update(num_gpu_blocks_override=self.num_blocks, max_model_len=(self.num_blocks - 2) * self.block_size)
+        return args
+
+    def requests(self) -> list[CacheRequest]:
+        return sequence(self.block_size) if self.num_blocks is None else eviction_sequence(self.block_size)
+
+
+def cache_sets(workload: dict[str, Any]) -> list[CacheSet]:
+    """The oracle's cached engines: one per block size, and the small cache (`eviction`)."""
+    out = [CacheSet(f"b{int(b)}", int(b)) for b in workload.get("block_sizes") or (32, 64)]
+    if ev := workload.get("eviction"):
+        out.append(CacheSet(f"evict-b{int(ev['block_size'])}", int(ev["block_size"]), int(ev["num_blocks"])))
+    return out
