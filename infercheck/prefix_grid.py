@@ -4,7 +4,8 @@ block-sized chunks of token ids, so that every case of the cache's specification
 The cases, at each block size B, submitted one at a time in this order: a first prompt; the same
 again; shared prefixes of 1 to 4 blocks; a prompt that is a whole number of blocks (the last block
 is recomputed: at least one prompt token must run); an equal later block after a different prefix,
-at depths 1 to 3; the same prompt under a new `cache_salt`, again under that salt, under another;
+at depths 1 to 3, after a gap, first in the prompt, and after another prefix whose own blocks are
+cached (a block is its whole prefix, not its tokens or its position); the same prompt under a new `cache_salt`, again under that salt, under another;
 partial last blocks; a prompt shorter than a block. Under a small cache (`num_gpu_blocks_override`)
 a sequence that evicts: prompts that fill the cache, then the first again. What each request should
 find cached is not written here: the ideal cache (checks/prefix_cache.py) replays the sequence.
@@ -56,6 +57,9 @@ def sequence(block_size: int, seed: int = 0) -> list[CacheRequest]:
         ("whole-blocks", c.of(*a4), None),
         *[(f"later-equal-depth-{d}", c.of(*[f"x{d}.{i}" for i in range(d)], *a4[d:], tail=5), None) for d in (1, 2, 3)],
         ("gap-in-prefix", c.of("a0", "y1", "a2", "a3", tail=5), None),
+        ("later-block-first", c.of("a1", "a2", tail=5), None),
+        ("other-prefix", c.of("a0", "z1", tail=3), None),
+        ("equal-later-after-other-prefix", c.of("a0", "z1", "a2", "a3", tail=5), None),
         ("salted", c.of(*a4, tail=5), "salt-1"),
         ("salted-again", c.of(*a4, tail=5), "salt-1"),
         ("salted-prefix", c.of(*a4[:2], tail=4), "salt-1"),

@@ -14,7 +14,8 @@ from infercheck.run.job import RequestResult
 # (prompt length - 1) // block size blocks.
 EXPECTED_BLOCKS = {"first": 0, "identical": 4, "shared-1": 1, "shared-2": 2, "shared-3": 3, "shared-4": 4,
                    "whole-blocks": 3, "later-equal-depth-1": 0, "later-equal-depth-2": 0, "later-equal-depth-3": 0,
-                   "gap-in-prefix": 1, "salted": 0, "salted-again": 4, "salted-prefix": 2, "other-salt": 0,
+                   "gap-in-prefix": 1, "later-block-first": 0, "other-prefix": 1,
+                   "equal-later-after-other-prefix": 2, "salted": 0, "salted-again": 4, "salted-prefix": 2, "other-salt": 0,
                    "partial-block": 2, "partial-of-cached-block": 2, "shorter-than-a-block": 0}
 
 
