@@ -255,11 +255,11 @@ def _prefix_cache_oracle(app: App, w: dict[str, Any], model: ModelFacts) -> list
     request once more on an engine without prefix caching (its outputs are what caching must keep)."""
     sampling = greedy(int(w.get("max_tokens", 3)))
     logprobs = int(w.get("logprobs", 5))
+    make = lambda set_name, key, r, wave: Request(  # noqa: E731
+        request_id(app.check_name, set_name, key), prompt_token_ids=list(r.prompt_ids), sampling=dict(sampling),
+        logprobs=logprobs, wave=wave, cache_salt=r.salt)
     sets, twins = [], []
     for cs in prefix_grid.cache_sets(w):
-        make = lambda set_name, key, r, wave: Request(  # noqa: E731
-            request_id(app.check_name, set_name, key), prompt_token_ids=list(r.prompt_ids), sampling=dict(sampling),
-            logprobs=logprobs, wave=wave, cache_salt=r.salt)
         sequence = cs.requests()
         sets.append(AppSet(cs.name, [make(cs.name, r.key, r, i) for i, r in enumerate(sequence)], cs.engine_args()))
         twins += [make(prefix_grid.UNCACHED, cs.twin_prefix + r.key, r, 0) for r in sequence]

@@ -147,6 +147,11 @@ class ThroughputSignal:
     why: str
 
 
+def comparison_named(comparisons: list[Comparison], name: str) -> Comparison | None:
+    """The comparison of the comparator `name`, or None when it did not run."""
+    return next((c for c in comparisons if c.comparator == name), None)
+
+
 @dataclass
 class AppDetail(Detail):
     comparisons: list[Comparison] = field(default_factory=list)
@@ -154,7 +159,7 @@ class AppDetail(Detail):
     failed: list[str] = field(default_factory=list)  # comparators that failed
 
     def comparison(self, name: str) -> Comparison | None:
-        return next((c for c in self.comparisons if c.comparator == name), None)
+        return comparison_named(self.comparisons, name)
 
 
 @dataclass

@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from infercheck.checks.comparators import ComparatorInput, run_comparators
-from infercheck.checks.prefix_cache import lost_reuse_sign
+from infercheck.checks.comparators import ComparatorInput, run_comparators, workaround_signs
 from infercheck.checks.signals import Runtime, throughput_signal, workaround_signals
 from infercheck.names import ENGINE_VARIANTS, CheckFlag, Variant
 from infercheck.payloads import AppDetail, AppPayload, Comparison, ReferenceDetail
@@ -58,7 +57,7 @@ def app_check(app: App, why: str, affected: bool, engine: dict[Variant, list[Req
     if not patched.passed:
         flags.append(CheckFlag.NOT_RESTORED)
     bypassed = workaround_signals(runtime[Variant.BASE], runtime[Variant.PATCHED], app.record, signals, drift)
-    bypassed += [s for s in [lost_reuse_sign(*(comparison_named(comparisons[v], "prefix-cache") for v in ENGINE_VARIANTS))] if s]
+    bypassed += workaround_signs(app.compare, comparisons[Variant.BASE], comparisons[Variant.PATCHED])
     if "throughput" in app.record:
         payload.throughput_recorded = True
         payload.throughput = throughput_signal(runtime[Variant.BASE], runtime[Variant.PATCHED], signals, drift)
@@ -88,10 +87,6 @@ def crashed_check(app: App, criterion: str, why: str, affected: bool, base: Obse
     payload.note = f"the patched engine raised on requests the base engine served: {error}"
     return CheckResult(app.check_name, app.kind, METRIC, criterion, affected, base, patched, reference,
                        [CheckFlag.REGRESSED, CheckFlag.NOT_RESTORED], payload, [], why)
-
-
-def comparison_named(comparisons: list[Comparison], name: str) -> Comparison | None:
-    return next((c for c in comparisons if c.comparator == name), None)
 
 
 def regressed_comparators(base: list[Comparison], patched: list[Comparison]) -> list[str]:

@@ -3,8 +3,9 @@
 A comparator is one function decorated with `@comparator(...)`, which declares what it needs from
 the run (`reference`: the HF reference's teacher-forced scoring of the app's outputs;
 `full_distributions`: that scoring over the whole vocabulary, not only the engine's top-k;
-`processed`: also each request's logits processing rebuilt from its sampling params) and how
-its detail is shown (`shown`: the detail keys the report lists, in order; empty shows every key).
+`processed`: also each request's logits processing rebuilt from its sampling params), how its
+detail is shown (`shown`: the detail keys the report lists, in order; empty shows every key) and,
+optionally, the workaround sign it reads from base's comparison against patched's (`workaround`).
 The plan reads the needs (which outputs the reference scores), the app loader the names (an
 unknown comparator is a one-line error), the report the display. Adding a comparator touches this
 file and the app YAML that names it: docs/design.md, "Adding a comparator".
@@ -20,7 +21,7 @@ from infercheck import prefix_grid
 from infercheck.checks import app_compare as cmp
 from infercheck.checks import prefix_cache
 from infercheck.checks import sampling_oracle as oracle
-from infercheck.payloads import Comparison
+from infercheck.payloads import Comparison, comparison_named
 from infercheck.run.job import RequestResult
 from infercheck.specs import App
 
@@ -45,6 +46,7 @@ class ComparatorInput:
 
 
 CompareFn = Callable[[ComparatorInput, dict[str, Any]], Comparison]
+WorkaroundFn = Callable[[Comparison | None, Comparison | None], str | None]  # (base, patched) -> why, or None
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class Comparator:
     processed: bool
     shown: tuple[str, ...]
     doc: str
+    workaround: WorkaroundFn | None = None
 
     def shown_detail(self, detail: dict[str, Any]) -> dict[str, Any]:
         """The part of a Comparison's detail the report lists."""
@@ -66,14 +69,14 @@ REGISTRY: dict[str, Comparator] = {}
 
 
 def comparator(name: str, *, reference: bool = False, full_distributions: bool = False, processed: bool = False,
-               shown: tuple[str, ...] = ()) -> Callable[[CompareFn], CompareFn]:
+               shown: tuple[str, ...] = (), workaround: WorkaroundFn | None = None) -> Callable[[CompareFn], CompareFn]:
     """Register `fn` as the comparator `name` (see the module docstring)."""
     def register(fn: CompareFn) -> CompareFn:
         if name in REGISTRY:
             raise ValueError(f"comparator {name!r} registered twice")
         REGISTRY[name] = Comparator(name, fn, reference or full_distributions or processed,
                                     full_distributions or processed, processed, shown,
-                                    (fn.__doc__ or "").strip().split("\n")[0])
+                                    (fn.__doc__ or "").strip().split("\n")[0], workaround)
         return fn
     return register
 
@@ -89,6 +92,12 @@ def needs_full_distributions(names: tuple[str, ...]) -> bool:
 def needs_processing(names: tuple[str, ...]) -> bool:
     """The reference rebuilds each request's logits processing (the sampling oracle)."""
     return any(REGISTRY[n].processed for n in names)
+
+
+def workaround_signs(names: tuple[str, ...], base: list[Comparison], patched: list[Comparison]) -> list[str]:
+    """The workaround signs the app's comparators declare, each from its base and patched comparisons."""
+    signs = [(REGISTRY[n].workaround, n) for n in names if REGISTRY[n].workaround is not None]
+    return [why for sign, n in signs if (why := sign(comparison_named(base, n), comparison_named(patched, n)))]
 
 
 def run_comparators(inp: ComparatorInput) -> list[Comparison]:
@@ -165,7 +174,8 @@ def seeds(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
     return oracle.compare_seeds(inp.results, inp.refs, inp.own_params(), float(options.get("alpha", 0.001)))
 
 
-@comparator("prefix-cache", shown=("requests", "false_sharing", "lost_reuse_tokens", "diverged", "failing_cells"))
+@comparator("prefix-cache", shown=("requests", "false_sharing", "lost_reuse_tokens", "diverged", "failing_cells"),
+            workaround=prefix_cache.lost_reuse_sign)
 def prefix_cache_hits(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
     """Each cached request gets the ideal prefix cache's cached tokens and its uncached twin's outputs."""
     return prefix_cache.compare_prefix_cache(inp.results, prefix_grid.cache_sets(inp.workload),

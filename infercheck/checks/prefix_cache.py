@@ -108,7 +108,7 @@ def compare_prefix_cache(results: list[RequestResult], cache_sets: list[CacheSet
     lost reuse, reported but not failing) and the outputs of its uncached twin."""
     sets = by_set(results)
     twins = sets.get(uncached, {})
-    rows, failing, lost, diverged, missing = [], [], {}, [], []
+    rows, false_sharing, lost, diverged, missing = [], [], {}, [], []
     for cs in cache_sets:
         served = sorted(sets.get(cs.name, {}).items(), key=lambda kv: (kv[1].wave, kv[0]))
         if any(r.num_cached_tokens is None for _, r in served):
@@ -121,7 +121,8 @@ def compare_prefix_cache(results: list[RequestResult], cache_sets: list[CacheSet
             rows.append({"request": cell, "prompt_tokens": len(result.prompt_ids), "ideal": expected,
                          "measured": measured})
             if measured > expected:
-                failing.append(cell)
+                false_sharing.append(f"{cell}: {measured} cached tokens, ideal {expected} (first wrong block: "
+                                     f"{expected // cs.block_size}, block size {cs.block_size})")
             elif measured < expected:
                 lost[cell] = expected - measured
             twin = twins.get(f"{cs.twin_prefix}{key}")
@@ -129,23 +130,16 @@ def compare_prefix_cache(results: list[RequestResult], cache_sets: list[CacheSet
                 missing.append(cell)
             elif (d := divergence(twin, result, near_tie)) is not None:
                 diverged.append({"request": cell, **d})
-    failing = sorted(set(failing) | {d["request"] for d in diverged} | set(missing))
-    false_sharing = [r for r in rows if r["measured"] > r["ideal"]]
+    failing = sorted({r["request"] for r in rows if r["measured"] > r["ideal"]} | {d["request"] for d in diverged}
+                     | set(missing))
     summary = (f"{len(rows)} requests: {len(false_sharing)} served more cached tokens than the ideal cache "
                f"(false sharing), {len(lost)} fewer (lost reuse, {sum(lost.values())} tokens), "
                f"{len(diverged)} differ from the uncached engine" + (f", {len(missing)} unpaired" if missing else ""))
-    detail = {"requests": len(rows), "false_sharing": [first_block(r, cache_sets) for r in false_sharing][:MAX_EXAMPLES],
+    detail = {"requests": len(rows), "false_sharing": false_sharing[:MAX_EXAMPLES],
               "lost_reuse": lost, "lost_reuse_tokens": sum(lost.values()), "diverged": len(diverged),
               "failing_cells": failing, "cached_tokens": rows}
     return Comparison("prefix-cache", bool(rows) and not failing, float(len(failing)), summary, detail,
                       diverged[:MAX_EXAMPLES])
-
-
-def first_block(row: dict[str, Any], cache_sets: list[CacheSet]) -> str:
-    """A false-sharing row as a line naming the request and the first block served wrongly."""
-    size = next((cs.block_size for cs in cache_sets if row["request"].startswith(cs.name + "/")), 1)
-    return (f"{row['request']}: {row['measured']} cached tokens, ideal {row['ideal']} "
-            f"(first wrong block: {row['ideal'] // size}, block size {size})")
 
 
 def lost_reuse_sign(base: Comparison | None, patched: Comparison | None) -> str | None:

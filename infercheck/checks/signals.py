@@ -36,6 +36,7 @@ def runtime_of(groups: list[GroupResult]) -> Runtime:
     hits = sum(g.metrics.get(HITS, 0.0) for g in groups)
     preempt = [g.metrics[PREEMPTIONS] for g in groups if PREEMPTIONS in g.metrics]
     failed = [g for g in groups if g.error]
+    # a stored row from before error_kind existed says MemoryError in its message
     raised = bool(failed) and all(g.error_kind != "memory" and not str(g.error).startswith("MemoryError")
                                   for g in failed)
     return Runtime(tokens / elapsed if elapsed > 0 else None, hits / queries if queries > 0 else None,
