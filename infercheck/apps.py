@@ -16,11 +16,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from infercheck import oracle_grid, prefix_grid
+from infercheck import oracle_grid, position_grid, prefix_grid
 from infercheck.app_ids import bare_name, request_id
 from infercheck.checks.comparators import REGISTRY
 from infercheck.errors import InfercheckError
 from infercheck.models import addition
+from infercheck.models.train import encode
 from infercheck.names import CheckKind
 from infercheck.paths import SUITES_DIR
 from infercheck.prompts import ADDITION, build_prompts
@@ -39,6 +40,7 @@ class AppSet:
     name: str
     requests: list[Request]
     engine_args: dict[str, Any] = field(default_factory=dict)  # over the app's own
+    model: str | None = None  # a model folder of its own (a config variant); None: the app's model
 
 
 @dataclass(frozen=True)
@@ -266,10 +268,24 @@ def _prefix_cache_oracle(app: App, w: dict[str, Any], model: ModelFacts) -> list
     return [*sets, AppSet(prefix_grid.UNCACHED, twins, {"enable_prefix_caching": False})]
 
 
+def _position_oracle(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
+    """One engine per config variant (position_grid.py), on the variant's own model folder (built
+    into the cache): one prompt of packed addition text as long as the variant's context allows,
+    greedy, with the top `logprobs` at every prompt position and the sampled one."""
+    k, max_tokens = int(w.get("logprobs", 2)), int(w.get("max_tokens", 1))
+    text = "".join(addition_lines(1 + max(v.prompt_tokens for v in position_grid.variants(w)) // 10, seed=21))
+    return [AppSet(v.name, [Request(request_id(app.check_name, v.name, f"p{v.prompt_tokens}"),
+                                    prompt_token_ids=encode(text)[:v.prompt_tokens], sampling=greedy(max_tokens),
+                                    logprobs=k, prompt_logprobs=k)],
+                   {"max_model_len": v.max_model_len}, str(v.folder()))
+            for v in position_grid.variants(w)]
+
+
 WORKLOADS: dict[str, Callable[[App, dict[str, Any], ModelFacts], list[AppSet]]] = {
     "session": _session, "prompts": _prompts, "shared-prefix": _shared_prefix, "batch-mix": _batch_mix,
     "sampler": _sampler, "seeded": _seeded, "logprobs": _logprobs, "structured": _structured, "stop-n": _stop_n,
     "sampling-oracle": _sampling_oracle, "prefix-cache-oracle": _prefix_cache_oracle,
+    "position-oracle": _position_oracle,
 }
 
 

@@ -20,7 +20,8 @@ import yaml
 from infercheck.app_ids import app_of
 from infercheck.models import zoo
 from infercheck.apps import AppSet, ModelFacts, app_sets
-from infercheck.checks.comparators import needs_full_distributions, needs_processing, needs_reference
+from infercheck.checks.comparators import (needs_full_distributions, needs_processing, needs_prompt_scoring,
+                                           needs_reference)
 from infercheck.intake import Intake
 from infercheck.names import PROMPTLESS_SYMPTOMS, SuiteKind
 from infercheck.paths import SUITES_DIR
@@ -79,6 +80,10 @@ class Plan:
 
     def reported_prompts(self) -> list[str]:
         return [p.text for w in self.workloads if w.name == SYMPTOM for p in w.prompts]
+
+    def set_models(self) -> dict[str, str]:
+        """App request id -> its set's own model folder, for the sets that have one."""
+        return {r.id: s.model for sets in self.app_sets().values() for s in sets if s.model for r in s.requests}
 
     def sampling_params(self) -> dict[str, dict[str, Any]]:
         """App request id -> its sampling params."""
@@ -142,9 +147,10 @@ def engine_job(plan: Plan, backend: str = "vllm") -> Job:
     app_groups: dict[str, Group] = {}
     for app_name, sets in plan.app_sets().items():  # each app on engines of its own: its metrics are its own
         for app_set in sets:
-            key = json.dumps([app_name, app_set.engine_args], sort_keys=True)
+            model = app_set.model or plan.app_models[app_name]
+            key = json.dumps([app_name, app_set.engine_args, model], sort_keys=True)
             group = app_groups.setdefault(key, Group(f"app:{app_name}:{app_set.name}", app_set.engine_args, [],
-                                                     model=plan.app_models[app_name], isolated=True))
+                                                     model=model, isolated=True))
             group.requests.extend(app_set.requests)
     return Job(backend, plan.model, plan.dtype, [*groups.values(), *app_groups.values()])
 
@@ -156,18 +162,22 @@ class ReferenceSpec:
     model: str  # model folder
     full: bool  # the whole vocabulary at each position, not only the engine's top-k
     processed: bool  # also rebuild the request's logits processing (the sampling oracle)
+    prompts: bool = False  # also score every prompt position, at the engine's prompt top-k (the position oracle)
 
 
-def reference_spec(plan: Plan, result_id: str) -> ReferenceSpec | None:
+def reference_spec(plan: Plan, result_id: str, set_models: dict[str, str] | None = None) -> ReferenceSpec | None:
     """How to score a result, or None when no check needs it (the comparator registry says which app
-    comparators need the reference, and how much of it)."""
+    comparators need the reference, and how much of it); set_models: request id -> the model folder
+    of its set where the set has one (a config variant), from `Plan.set_models`."""
     name = app_of(result_id)
     if name is None:
         return ReferenceSpec(plan.model, False, False)
     app = next((a for a in plan.apps if a.name == name), None)
     if app is None or not needs_reference(app.compare):
         return None
-    return ReferenceSpec(plan.app_models[app.name], needs_full_distributions(app.compare), needs_processing(app.compare))
+    model = (set_models or {}).get(result_id) or plan.app_models[app.name]
+    return ReferenceSpec(model, needs_full_distributions(app.compare), needs_processing(app.compare),
+                         needs_prompt_scoring(app.compare))
 
 
 def scoring_key(result: RequestResult, spec: ReferenceSpec, processors: dict[str, Any] | None) -> str:
@@ -177,7 +187,22 @@ def scoring_key(result: RequestResult, spec: ReferenceSpec, processors: dict[str
     key: list[Any] = [Path(spec.model).name, spec.full, result.prompt_ids, result.output_ids, candidates]
     if processors is not None:  # appended only here: the ids of every other scoring stay as recorded
         key.append(processors)
+    if spec.prompts:
+        key.append(["prompt", prompt_top_k(result)])
     return json.dumps(key, sort_keys=True)
+
+
+def prompt_top_k(result: RequestResult) -> int:
+    """How many prompt logprobs per position the engine listed (its top-k, the prompt token aside)."""
+    return max((len(row) for row in result.prompt_logprobs or [] if row), default=1)
+
+
+def reference_prompt_logprobs(result: RequestResult, spec: ReferenceSpec) -> int | None:
+    """The prompt logprobs to ask the reference for: the whole vocabulary for full scorings of a
+    result that has them, the engine's own top-k where a comparator scores prompt positions."""
+    if not result.prompt_logprobs:
+        return None
+    return -1 if spec.full else prompt_top_k(result) if spec.prompts else None
 
 
 PROCESSING_FREE = ("max_tokens", "ignore_eos", "n", "seed", "logprobs", "prompt_logprobs")
@@ -199,8 +224,9 @@ def reference_job(plan: Plan, results: list[RequestResult]) -> tuple[Job, dict[s
     id_map: dict[str, str] = {}
     scored: set[str] = set()
     params = plan.sampling_params() if any(needs_processing(a.compare) for a in plan.apps) else {}
+    set_models = plan.set_models()
     for result in results:
-        spec = reference_spec(plan, result.id)
+        spec = reference_spec(plan, result.id, set_models)
         if spec is None:
             continue
         processors = processing_params(params.get(result.id, {})) if spec.processed else None
@@ -213,7 +239,7 @@ def reference_job(plan: Plan, results: list[RequestResult]) -> tuple[Job, dict[s
             group.requests.append(Request(
                 id=ref_id, prompt_token_ids=result.prompt_ids, continuation_ids=result.output_ids,
                 candidate_ids=None if spec.full else [[int(t) for t, _ in pos] for pos in result.logprobs or []],
-                logprobs=-1 if spec.full else 1, prompt_logprobs=-1 if spec.full and result.prompt_logprobs else None,
+                logprobs=-1 if spec.full else 1, prompt_logprobs=reference_prompt_logprobs(result, spec),
                 sampling={"max_tokens": len(result.output_ids)}, processors=processors))
         id_map[result.id] = ref_id
     ordered = [g for _, g in sorted(groups.items())]

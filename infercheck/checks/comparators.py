@@ -3,7 +3,8 @@
 A comparator is one function decorated with `@comparator(...)`, which declares what it needs from
 the run (`reference`: the HF reference's teacher-forced scoring of the app's outputs;
 `full_distributions`: that scoring over the whole vocabulary, not only the engine's top-k;
-`processed`: also each request's logits processing rebuilt from its sampling params), how its
+`processed`: also each request's logits processing rebuilt from its sampling params; `prompts`:
+every prompt position scored too, at the engine's prompt top-k), how its
 detail is shown (`shown`: the detail keys the report lists, in order; empty shows every key) and,
 optionally, the workaround sign it reads from base's comparison against patched's (`workaround`).
 The plan reads the needs (which outputs the reference scores), the app loader the names (an
@@ -17,8 +18,9 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from infercheck.app_ids import app_of
-from infercheck import prefix_grid
+from infercheck import position_grid, prefix_grid
 from infercheck.checks import app_compare as cmp
+from infercheck.checks import positions as position_checks
 from infercheck.checks import prefix_cache
 from infercheck.checks import sampling_oracle as oracle
 from infercheck.payloads import Comparison, comparison_named
@@ -59,6 +61,7 @@ class Comparator:
     shown: tuple[str, ...]
     doc: str
     workaround: WorkaroundFn | None = None
+    prompts: bool = False
 
     def shown_detail(self, detail: dict[str, Any]) -> dict[str, Any]:
         """The part of a Comparison's detail the report lists."""
@@ -69,14 +72,15 @@ REGISTRY: dict[str, Comparator] = {}
 
 
 def comparator(name: str, *, reference: bool = False, full_distributions: bool = False, processed: bool = False,
-               shown: tuple[str, ...] = (), workaround: WorkaroundFn | None = None) -> Callable[[CompareFn], CompareFn]:
+               prompts: bool = False, shown: tuple[str, ...] = (),
+               workaround: WorkaroundFn | None = None) -> Callable[[CompareFn], CompareFn]:
     """Register `fn` as the comparator `name` (see the module docstring)."""
     def register(fn: CompareFn) -> CompareFn:
         if name in REGISTRY:
             raise ValueError(f"comparator {name!r} registered twice")
-        REGISTRY[name] = Comparator(name, fn, reference or full_distributions or processed,
+        REGISTRY[name] = Comparator(name, fn, reference or full_distributions or processed or prompts,
                                     full_distributions or processed, processed, shown,
-                                    (fn.__doc__ or "").strip().split("\n")[0], workaround)
+                                    (fn.__doc__ or "").strip().split("\n")[0], workaround, prompts)
         return fn
     return register
 
@@ -87,6 +91,11 @@ def needs_reference(names: tuple[str, ...]) -> bool:
 
 def needs_full_distributions(names: tuple[str, ...]) -> bool:
     return any(REGISTRY[n].full_distributions for n in names)
+
+
+def needs_prompt_scoring(names: tuple[str, ...]) -> bool:
+    """The reference scores every prompt position too (the position oracle)."""
+    return any(REGISTRY[n].prompts for n in names)
 
 
 def needs_processing(names: tuple[str, ...]) -> bool:
@@ -180,3 +189,10 @@ def prefix_cache_hits(inp: ComparatorInput, options: dict[str, Any]) -> Comparis
     """Each cached request gets the ideal prefix cache's cached tokens and its uncached twin's outputs."""
     return prefix_cache.compare_prefix_cache(inp.results, prefix_grid.cache_sets(inp.workload),
                                              prefix_grid.UNCACHED, inp.profile["near_tie"])
+
+
+@comparator("positions", prompts=True, shown=("failing_cells", "first_failure", "tolerance", "positions"))
+def positions(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
+    """Prompt logprobs at every position of every config variant match the reference's, per position bucket."""
+    return position_checks.compare_positions(inp.results, inp.refs, position_grid.buckets(inp.workload),
+                                             position_checks.tolerances(options, inp.profile))

@@ -4,7 +4,8 @@ A real vLLM-CPU worker runs the oracle's groups between two baseline groups — 
 without the feature — under the worker's tracer (coverage.py, one context per group). For the
 sampling oracle: a reduced grid (every logprobs mode; the field, mixed and staggered plans) beside
 plain greedy groups of the same batch shapes; for the prefix-cache oracle: its cached engines
-beside its own uncached set. The functions the oracle groups execute and the baseline groups do not
+beside its own uncached set; for the position oracle: its config variants beside the bundled
+model's own config on the same prompt cut to that model's context. The functions the oracle groups execute and the baseline groups do not
 are the code the feature reaches; every one must be listed in suites/oracles/reach/<oracle>.yaml
 (whose files the unit test tests/unit/test_neighbours.py checks against the map).
 """
@@ -57,6 +58,16 @@ def prefix_cache_groups() -> tuple[list[Group], Group]:
     return groups, Group("baseline", uncached.engine_args, uncached.requests)
 
 
+def positions_groups() -> tuple[list[Group], Group]:
+    """Every config variant on its own engine, beside the bundled model's own config on the same
+    prompt cut to its context (1024): what the variants' position encodings and windows reach."""
+    sets = app_sets(load_apps()["positions"], ModelFacts.of(zoo.model_dir(MODEL)))
+    groups = [Group(f"oracle:{s.name}", s.engine_args, s.requests, model=s.model) for s in sets]
+    first = sets[0].requests[0]
+    return groups, Group("baseline", {"max_model_len": 1024}, [
+        replace(first, id="baseline/p1000", prompt_token_ids=list(first.prompt_token_ids or [])[:1000])])
+
+
 def greedy_like(like: Group) -> Group:
     """`like`'s requests, greedy without params or logprobs, in the same waves: the same batch
     shapes, so what differs is what the sampling params and logprobs reach."""
@@ -70,7 +81,7 @@ def renamed(group: Group, name: str) -> Group:
     return Group(name, group.engine_args, [replace(r, id=f"{name}/{r.id}") for r in group.requests])
 
 
-ORACLES = {"sampling": sampling_groups, "prefix-cache": prefix_cache_groups}
+ORACLES = {"sampling": sampling_groups, "prefix-cache": prefix_cache_groups, "positions": positions_groups}
 
 
 def reached(trace: dict[str, dict[str, list[int]]], root: Path) -> set[str]:
@@ -111,6 +122,10 @@ EXPECTED_FILES = {
                  "vllm/v1/sample/ops/penalties.py", "vllm/v1/sample/ops/bad_words.py",
                  "vllm/v1/sample/logits_processor/builtin.py", "vllm/model_executor/layers/utils.py"),
     "prefix-cache": ("vllm/v1/core/block_pool.py", "vllm/v1/core/kv_cache_utils.py"),
+    "positions": ("vllm/model_executor/layers/rotary_embedding/yarn_scaling_rope.py",
+                  "vllm/model_executor/layers/rotary_embedding/llama3_rope.py",
+                  "vllm/model_executor/layers/rotary_embedding/phi3_long_rope_scaled_rope.py",
+                  "vllm/model_executor/layers/rotary_embedding/linear_scaling_rope.py"),
 }
 
 
