@@ -20,8 +20,8 @@ import yaml
 from infercheck.app_ids import app_of
 from infercheck.models import zoo
 from infercheck.apps import AppSet, ModelFacts, app_sets
-from infercheck.checks.comparators import (needs_full_distributions, needs_processing, needs_prompt_scoring,
-                                           needs_reference)
+from infercheck.checks.comparators import (needs_continuations, needs_full_distributions, needs_processing,
+                                           needs_prompt_scoring, needs_reference)
 from infercheck.intake import Intake
 from infercheck.names import PROMPTLESS_SYMPTOMS, SuiteKind
 from infercheck.paths import SUITES_DIR
@@ -163,6 +163,7 @@ class ReferenceSpec:
     full: bool  # the whole vocabulary at each position, not only the engine's top-k
     processed: bool  # also rebuild the request's logits processing (the sampling oracle)
     prompts: bool = False  # also score every prompt position, at the engine's prompt top-k (the position oracle)
+    continuation: bool = True  # False: the prompt positions are all its checks read (not the engine's outputs)
 
 
 def reference_spec(plan: Plan, result_id: str, set_models: dict[str, str] | None = None) -> ReferenceSpec | None:
@@ -177,14 +178,15 @@ def reference_spec(plan: Plan, result_id: str, set_models: dict[str, str] | None
         return None
     model = (set_models or {}).get(result_id) or plan.app_models[app.name]
     return ReferenceSpec(model, needs_full_distributions(app.compare), needs_processing(app.compare),
-                         needs_prompt_scoring(app.compare))
+                         needs_prompt_scoring(app.compare), needs_continuations(app.compare))
 
 
 def scoring_key(result: RequestResult, spec: ReferenceSpec, processors: dict[str, Any] | None) -> str:
     """What a reference scoring depends on; the model by name, so a run folder read on another
     checkout (regrade of a recorded run) pairs its rows the same way."""
-    candidates = [] if spec.full else [[int(t) for t, _ in pos] for pos in result.logprobs or []]
-    key: list[Any] = [Path(spec.model).name, spec.full, result.prompt_ids, result.output_ids, candidates]
+    candidates = [] if spec.full or not spec.continuation else [[int(t) for t, _ in pos] for pos in result.logprobs or []]
+    outputs = result.output_ids if spec.continuation else []  # prompt-only: the same scoring for every engine
+    key: list[Any] = [Path(spec.model).name, spec.full, result.prompt_ids, outputs, candidates]
     if processors is not None:  # appended only here: the ids of every other scoring stay as recorded
         key.append(processors)
     if spec.prompts:
@@ -236,11 +238,13 @@ def reference_job(plan: Plan, results: list[RequestResult]) -> tuple[Job, dict[s
         ref_id = f"{result.group}/r{hashlib.sha256(key.encode()).hexdigest()[:16]}"
         if ref_id not in scored:
             scored.add(ref_id)
+            outputs = result.output_ids if spec.continuation else []
             group.requests.append(Request(
-                id=ref_id, prompt_token_ids=result.prompt_ids, continuation_ids=result.output_ids,
-                candidate_ids=None if spec.full else [[int(t) for t, _ in pos] for pos in result.logprobs or []],
+                id=ref_id, prompt_token_ids=result.prompt_ids, continuation_ids=outputs,
+                candidate_ids=None if spec.full or not spec.continuation else [[int(t) for t, _ in pos]
+                                                                              for pos in result.logprobs or []],
                 logprobs=-1 if spec.full else 1, prompt_logprobs=reference_prompt_logprobs(result, spec),
-                sampling={"max_tokens": len(result.output_ids)}, processors=processors))
+                sampling={"max_tokens": len(outputs)}, processors=processors))
         id_map[result.id] = ref_id
     ordered = [g for _, g in sorted(groups.items())]
     for group in ordered:

@@ -4,7 +4,8 @@ A comparator is one function decorated with `@comparator(...)`, which declares w
 the run (`reference`: the HF reference's teacher-forced scoring of the app's outputs;
 `full_distributions`: that scoring over the whole vocabulary, not only the engine's top-k;
 `processed`: also each request's logits processing rebuilt from its sampling params; `prompts`:
-every prompt position scored too, at the engine's prompt top-k), how its
+the reference's scoring of every prompt position, at the engine's prompt top-k, and nothing of the
+outputs), how its
 detail is shown (`shown`: the detail keys the report lists, in order; empty shows every key) and,
 optionally, the workaround sign it reads from base's comparison against patched's (`workaround`).
 The plan reads the needs (which outputs the reference scores), the app loader the names (an
@@ -96,6 +97,12 @@ def needs_full_distributions(names: tuple[str, ...]) -> bool:
 def needs_prompt_scoring(names: tuple[str, ...]) -> bool:
     """The reference scores every prompt position too (the position oracle)."""
     return any(REGISTRY[n].prompts for n in names)
+
+
+def needs_continuations(names: tuple[str, ...]) -> bool:
+    """Some comparator reads the reference's scoring of the engine's outputs (not only the prompt's
+    positions): without one, the prompt's scoring serves every engine that served that prompt."""
+    return any(REGISTRY[n].reference and not REGISTRY[n].prompts for n in names)
 
 
 def needs_processing(names: tuple[str, ...]) -> bool:
@@ -193,6 +200,6 @@ def prefix_cache_hits(inp: ComparatorInput, options: dict[str, Any]) -> Comparis
 
 @comparator("positions", prompts=True, shown=("failing_cells", "first_failure", "tolerance", "positions"))
 def positions(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
-    """Prompt logprobs at every position of every config variant match the reference's, per position bucket."""
+    """Prompt logprobs at every prompt position of every config variant match the reference's, per bucket."""
     return position_checks.compare_positions(inp.results, inp.refs, position_grid.buckets(inp.workload),
                                              position_checks.tolerances(options, inp.profile))

@@ -1,7 +1,7 @@
 """The position oracle's grading: prompt logprobs of every config variant against the HF reference's,
 position by position, judged per position bucket (docs/design.md, "Oracles").
 
-At each scored position both sides list log-probabilities over the whole vocabulary's softmax (the
+At each prompt position both sides list log-probabilities over the whole vocabulary's softmax (the
 engine its top-k and the prompt token, the reference the same k and the prompt token); the error
 at a position is the largest |engine − reference| over the tokens both list. A cell is a variant ×
 bucket; it fails when its worst position exceeds the bucket's tolerance — the dtype profile's
@@ -50,11 +50,11 @@ def row_error(engine: Row, ref: Row) -> float | None:
 
 
 def position_errors(result: RequestResult, ref: RequestResult) -> list[PositionError]:
-    """Every scored position of the prompt, then each generated token's, in order."""
+    """Every scored position of the prompt, in order (the reference scores the prompt alone, so one
+    scoring serves every engine that served it; the generated token is not compared)."""
     n = len(result.prompt_ids)
-    engine = list(result.prompt_logprobs or [None] * n) + list(result.logprobs or [])
-    expected = list(ref.prompt_logprobs or [None] * n) + list(ref.logprobs or [])
-    if len(engine) != len(expected):
+    engine, expected = list(result.prompt_logprobs or [None] * n), list(ref.prompt_logprobs or [None] * n)
+    if len(engine) != len(expected) or result.prompt_ids != ref.prompt_ids:
         return [PositionError(min(len(engine), len(expected)), math.inf)]
     return [PositionError(p, e) for p, (a, b) in enumerate(zip(engine, expected))
             if (e := row_error(a, b)) is not None]

@@ -288,6 +288,7 @@ class AppView:
     tokens_per_s: str  # "base → patched"
     grid: "GridView | None" = None  # an oracle's parameter × plan table
     cache: "list[CacheRow] | None" = None  # the prefix-cache oracle's cached tokens per request
+    positions: "PositionsView | None" = None  # the position oracle's variant × bucket errors
 
 
 @dataclass
@@ -373,6 +374,42 @@ def cache_view(check: CheckResult, comparator: str = "prefix-cache") -> list[Cac
     return sorted(out, key=lambda r: r.state == "")
 
 
+@dataclass
+class PositionsView:
+    """The position oracle's worst |Δlogprob| per config variant (rows) and position bucket."""
+
+    buckets: list[str]
+    rows: list[tuple[str, list[GridCell]]]  # variants failing on patched first
+
+
+def positions_view(check: CheckResult, comparator: str = "positions") -> PositionsView | None:
+    """Cells "base → patched" of each variant × bucket's worst |Δlogprob| (checks/positions.py);
+    None when neither variant recorded one."""
+    cells: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for variant in (Variant.BASE, Variant.PATCHED):
+        found = app_detail(check.observation(variant)).comparison(comparator)
+        for cell in (found.detail.get("cells") or []) if found else []:
+            cells.setdefault((cell["variant"], cell["bucket"]), {})[variant.value] = cell
+    if not cells:
+        return None
+    buckets = list(dict.fromkeys(b for _, b in cells))
+    failing = {v for (v, _), per in cells.items() if not per.get("patched", {"passed": True})["passed"]}
+    rows = []
+    for name in sorted({v for v, _ in cells}, key=lambda v: (v not in failing, v)):
+        row = []
+        for bucket in buckets:
+            per = cells.get((name, bucket), {})
+            if not per:
+                row.append(GridCell("—", False, ""))
+                continue
+            text = " → ".join(f"{c['max_abs_dlogprob']:.2g}" + ("" if c["passed"] else " FAIL") for c in per.values())
+            any_cell = next(iter(per.values()))
+            row.append(GridCell(text, not per.get("patched", {"passed": True})["passed"],
+                                f"tolerance {any_cell['tolerance']:.2g} over {any_cell['positions']} positions"))
+        rows.append((name, row))
+    return PositionsView(buckets, rows)
+
+
 def _comparators(check: CheckResult) -> list[ComparatorRow]:
     """One row per comparator that ran on either variant, in the app's order; each cell shows what
     the comparator's registry entry says to show of its detail."""
@@ -443,7 +480,8 @@ def app_view(check: CheckResult, index: int = 0) -> AppView:
                    _comparators(check), rows, throughput, flagged, check.workaround_reason() or None,
                    _markers(check), _examples(check.examples), reference_role(check), hit_rate, tokens_per_s,
                    grid_view(check) if check.kind == CheckKind.ORACLE else None,
-                   cache_view(check) if check.kind == CheckKind.ORACLE else None)
+                   cache_view(check) if check.kind == CheckKind.ORACLE else None,
+                   positions_view(check) if check.kind == CheckKind.ORACLE else None)
 
 
 def app_views(run: ValidationRun) -> list[AppView]:

@@ -11,7 +11,7 @@ import pytest
 
 from infercheck import position_grid
 from infercheck.apps import app_sets, load_apps
-from infercheck.checks.app_check import regressed_comparators
+from infercheck.checks.app_check import app_check, regressed_comparators
 from infercheck.checks.positions import BucketTolerance, compare_positions, row_error
 from infercheck.errors import InfercheckError
 from infercheck.models import zoo
@@ -83,6 +83,11 @@ def test_the_plan_runs_each_variant_on_its_folder_and_the_reference_scores_it_th
     assert group.model == sets["yarn-4"].model
     (scoring,) = group.requests
     assert scoring.prompt_logprobs == 3 and ids[result.id] == scoring.id
+    # The prompt alone is scored: another engine's other output reuses the same scoring.
+    assert scoring.continuation_ids == [] and scoring.candidate_ids is None
+    other = RequestResult(result.id, result.group, result.prompt_ids, [9], "", "length", [[[9, -0.2]]],
+                          prompt_logprobs=result.prompt_logprobs)
+    assert reference_job(plan, [other])[1][other.id] == scoring.id
 
 
 def rows(errors: list[float], base: float = -1.0) -> list[list[list[float]] | None]:
@@ -93,7 +98,7 @@ def position_result(variant: str, errors: list[float]) -> tuple[RequestResult, R
     n = len(errors) + 1
     rid = f"oracle/positions#{variant}/p{n}"
     engine = RequestResult(rid, "g", [1] * n, [5], "", "length", [[[5, -0.1]]], prompt_logprobs=rows(errors))
-    ref = RequestResult("ref", "r", [1] * n, [5], "", "length", [[[5, -0.1]]], prompt_logprobs=rows([0.0] * len(errors)))
+    ref = RequestResult("ref", "r", [1] * n, [], "", "length", [], prompt_logprobs=rows([0.0] * len(errors)))
     return engine, ref
 
 
@@ -134,3 +139,27 @@ def test_a_cell_that_held_on_base_and_fails_on_patched_is_a_regression():
     base = compare_positions([bug, ok], {bug.id: bug_ref, ok.id: ok_ref}, (2, 8), tol)
     patched = compare_positions([fixed, broken], {fixed.id: fixed_ref, broken.id: broken_ref}, (2, 8), tol)
     assert regressed_comparators([base], [patched]) == ["positions[window-128@≤2]"]
+
+
+def test_the_check_regresses_on_a_newly_failing_cell_and_the_report_shows_variant_by_bucket():
+    from infercheck.checks.signals import Runtime
+    from infercheck.report.view import positions_view
+
+    bug, bug_ref = position_result("yarn-4", [1e-4] * 300)
+    bug.prompt_logprobs[280] = [[4, -1.0 + 0.4], [5, -2.0]]  # the bug: past 256 on yarn
+    ok, ok_ref = position_result("llama3-8", [1e-4] * 300)
+    fixed, _ = position_result("yarn-4", [1e-4] * 300)
+    broken, _ = position_result("llama3-8", [1e-4] * 300)
+    broken.prompt_logprobs[3] = [[4, -1.0 + 0.2], [5, -2.0]]  # the fix breaks llama3 below 256
+    refs = {bug.id: bug_ref, ok.id: ok_ref}
+    runtime = {v: Runtime(1000.0, None, 0, []) for v in ("base", "patched")}
+    check = app_check(ORACLE, "", True, {"base": [bug, ok], "patched": [fixed, broken]},
+                      {"base": refs, "patched": refs}, runtime, {}, {"max_abs_dlogprob": 1e-3}, {})
+    assert check.flags == ["regressed", "not_restored"]
+    assert check.payload.regressed == ["positions[llama3-8@≤256]"]
+    view = positions_view(check)
+    assert view is not None and view.buckets == ["≤256", "≤2048"]
+    rows = dict(view.rows)
+    assert list(rows)[0] == "llama3-8"  # failing on patched first
+    assert rows["llama3-8"][0].failed and rows["llama3-8"][0].text == "0.0001 → 0.2 FAIL"
+    assert rows["yarn-4"][1].text == "0.4 FAIL → 0.0001" and not rows["yarn-4"][1].failed
