@@ -269,16 +269,22 @@ def _prefix_cache_oracle(app: App, w: dict[str, Any], model: ModelFacts) -> list
 
 
 def _position_oracle(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
-    """One engine per config variant (position_grid.py), on the variant's own model folder (built
-    into the cache): one prompt of packed addition text as long as the variant's context allows,
-    greedy, with the top `logprobs` at every prompt position and the sampled one."""
+    """One engine per config variant and op dispatch (position_grid.py), on the variant's own model
+    folder (built into the cache): one prompt of packed addition text as long as the variant's
+    context allows, greedy, with the top `logprobs` at every prompt position."""
     k, max_tokens = int(w.get("logprobs", 2)), int(w.get("max_tokens", 1))
-    text = "".join(addition_lines(1 + max(v.prompt_tokens for v in position_grid.variants(w)) // 10, seed=21))
-    return [AppSet(v.name, [Request(request_id(app.check_name, v.name, f"p{v.prompt_tokens}"),
-                                    prompt_token_ids=encode(text)[:v.prompt_tokens], sampling=greedy(max_tokens),
-                                    logprobs=k, prompt_logprobs=k)],
-                   {"max_model_len": v.max_model_len}, str(v.folder()))
-            for v in position_grid.variants(w)]
+    variants = position_grid.variants(w)
+    ids = encode("".join(addition_lines(1 + max(v.prompt_tokens for v in variants) // 10, seed=21)))
+    sets = []
+    for dispatch in position_grid.dispatches(w):
+        for v in variants:
+            name = position_grid.set_name(v.name, dispatch)
+            request = Request(request_id(app.check_name, name, f"p{v.prompt_tokens}"),
+                              prompt_token_ids=ids[:v.prompt_tokens], sampling=greedy(max_tokens), logprobs=k,
+                              prompt_logprobs=k)
+            sets.append(AppSet(name, [request], {"max_model_len": v.max_model_len,
+                                                 **position_grid.DISPATCHES[dispatch]}, str(v.folder())))
+    return sets
 
 
 WORKLOADS: dict[str, Callable[[App, dict[str, Any], ModelFacts], list[AppSet]]] = {

@@ -1,6 +1,7 @@
 """The position oracle's variants and buckets (docs/design.md, "Oracles"): config-only copies of the
-bundled models (models/config_variants.py), each on an engine of its own, each given one prompt
-that reaches the last position bucket its context allows; every prompt position is scored.
+bundled models (models/config_variants.py), each on an engine of its own per op dispatch (vLLM's
+own kernels and the PyTorch forward_native), each given one prompt that reaches the last position
+bucket its context allows; every prompt position is scored.
 
 The workload (suites/oracles/positions.yaml) lists the variants as data: a bundled model and the
 config keys it sets over the workload's `common` edits. Position buckets are upper bounds
@@ -20,6 +21,14 @@ from infercheck.models import zoo
 from infercheck.models.config_variants import ConfigVariant, variant_folder
 
 DEFAULT_BUCKETS = (256, 2048, 4096, 8192)
+# Which implementation of vLLM's CustomOps (rotary, RMSNorm, activations) runs: the eager engine's
+# own kernels (forward_cpu on this build), or the PyTorch reference forward_native that the CPU
+# build runs whenever custom ops are off — its default compiled mode, or `custom_ops: ["none"]`.
+# Both are the same op and must agree with the reference; each variant runs under every dispatch.
+DISPATCHES: dict[str, dict[str, Any]] = {
+    "custom": {},
+    "native": {"compilation_config": {"custom_ops": ["none"]}},
+}
 
 
 @dataclass(frozen=True)
@@ -34,6 +43,19 @@ class PositionVariant:
 
     def folder(self, root: Path | None = None) -> Path:
         return variant_folder(self.variant, zoo.model_dir(self.variant.model), root)
+
+
+def dispatches(workload: dict[str, Any]) -> list[str]:
+    names = list(workload.get("dispatch") or DISPATCHES)
+    unknown = [d for d in names if d not in DISPATCHES]
+    if unknown:
+        raise InfercheckError(f"unknown op dispatch {', '.join(unknown)} (known: {', '.join(DISPATCHES)})")
+    return names
+
+
+def set_name(variant: str, dispatch: str) -> str:
+    """The request set of a variant under a dispatch: "yarn-4" (custom ops), "yarn-4~native"."""
+    return variant if dispatch == "custom" else f"{variant}~{dispatch}"
 
 
 def buckets(workload: dict[str, Any]) -> tuple[int, ...]:

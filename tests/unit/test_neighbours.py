@@ -83,7 +83,7 @@ REACHED = sorted((__import__("infercheck.paths", fromlist=["SUITES_DIR"]).SUITES
 
 
 def test_every_oracle_has_its_measured_reach():
-    assert [p.stem for p in REACHED] == ["prefix-cache", "sampling"]
+    assert [p.stem for p in REACHED] == sorted(p.stem for p in (REACHED[0].parent.parent).glob("*.yaml"))
 
 
 @pytest.mark.parametrize("reach", REACHED, ids=[p.stem for p in REACHED])

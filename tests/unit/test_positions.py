@@ -50,7 +50,15 @@ def test_buckets_are_upper_bounds_and_bad_ones_are_refused():
 
 def test_every_variant_gets_its_own_engine_on_its_own_model_and_a_prompt_that_reaches_the_last_bucket():
     sets = app_sets(ORACLE)
-    assert len(sets) >= 10 and len({s.model for s in sets}) == len(sets)
+    custom = [s for s in sets if "~" not in s.name]
+    assert len(custom) >= 10 and len({s.model for s in custom}) == len(custom)
+    # Every variant also under the PyTorch forward_native dispatch, on the same model folder.
+    native = {s.name: s for s in sets if s.name.endswith("~native")}
+    assert sorted(native) == sorted(f"{s.name}~native" for s in custom)
+    for s in custom:
+        twin = native[f"{s.name}~native"]
+        assert twin.model == s.model and twin.engine_args["compilation_config"] == {"custom_ops": ["none"]}
+        assert twin.requests[0].prompt_token_ids == s.requests[0].prompt_token_ids
     configs = [json.loads((Path(s.model) / "config.json").read_text()) for s in sets]
     assert {"default", "linear", "dynamic", "yarn", "longrope", "llama3"} <= \
         {c["rope_parameters"]["rope_type"] for c in configs}
