@@ -276,8 +276,8 @@ def _position_oracle(app: App, w: dict[str, Any], model: ModelFacts) -> list[App
     variants = position_grid.variants(w)
     ids = encode("".join(addition_lines(1 + max(v.prompt_tokens for v in variants) // 10, seed=21)))
     sets = []
-    for dispatch in position_grid.dispatches(w):
-        for v in variants:
+    for dispatch in position_grid.DISPATCHES:
+        for v in (v for v in variants if dispatch in v.dispatches):
             name = position_grid.set_name(v.name, dispatch)
             request = Request(request_id(app.check_name, name, f"p{v.prompt_tokens}"),
                               prompt_token_ids=ids[:v.prompt_tokens], sampling=greedy(max_tokens), logprobs=k,

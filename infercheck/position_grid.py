@@ -36,6 +36,7 @@ class PositionVariant:
     variant: ConfigVariant
     max_model_len: int  # the engine's context: min(the variant's max_position_embeddings, the last bucket)
     prompt_tokens: int  # max_model_len less room for the generated tokens
+    dispatches: tuple[str, ...] = tuple(DISPATCHES)  # the op dispatches it runs under
 
     @property
     def name(self) -> str:
@@ -45,8 +46,9 @@ class PositionVariant:
         return variant_folder(self.variant, zoo.model_dir(self.variant.model), root)
 
 
-def dispatches(workload: dict[str, Any]) -> list[str]:
-    names = list(workload.get("dispatch") or DISPATCHES)
+def dispatches(spec: dict[str, Any], default: tuple[str, ...] = tuple(DISPATCHES)) -> tuple[str, ...]:
+    """A workload's or a variant's `dispatch:` list (default: every dispatch)."""
+    names = tuple(spec.get("dispatch") or default)
     unknown = [d for d in names if d not in DISPATCHES]
     if unknown:
         raise InfercheckError(f"unknown op dispatch {', '.join(unknown)} (known: {', '.join(DISPATCHES)})")
@@ -77,6 +79,7 @@ def bucket_name(bound: int) -> str:
 def variants(workload: dict[str, Any]) -> list[PositionVariant]:
     """The workload's variants in file order, each with its context and prompt length."""
     common = dict(workload.get("common") or {})
+    default = dispatches(workload)
     margin = int(workload.get("max_tokens", 1)) + 1
     last = buckets(workload)[-1]
     out = []
@@ -87,7 +90,7 @@ def variants(workload: dict[str, Any]) -> list[PositionVariant]:
         max_pos = int(variant.config.get("max_position_embeddings")
                       or zoo.SPECS[variant.model].config["max_position_embeddings"])
         context = min(max_pos, last)
-        out.append(PositionVariant(variant, context, context - margin))
+        out.append(PositionVariant(variant, context, context - margin, dispatches(spec, default)))
     if not out:
         raise InfercheckError("the position oracle needs at least one variant")
     return out

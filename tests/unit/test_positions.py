@@ -52,10 +52,12 @@ def test_every_variant_gets_its_own_engine_on_its_own_model_and_a_prompt_that_re
     sets = app_sets(ORACLE)
     custom = [s for s in sets if "~" not in s.name]
     assert len(custom) >= 10 and len({s.model for s in custom}) == len(custom)
-    # Every variant also under the PyTorch forward_native dispatch, on the same model folder.
+    # Every rope variant also under the PyTorch forward_native dispatch, on the same model folder
+    # (the window variants' CustomOps are theta-1e4's: they run once).
     native = {s.name: s for s in sets if s.name.endswith("~native")}
-    assert sorted(native) == sorted(f"{s.name}~native" for s in custom)
-    for s in custom:
+    rope = [s for s in custom if "sliding_window" not in json.loads((Path(s.model) / "config.json").read_text())]
+    assert len(rope) >= 8 and sorted(native) == sorted(f"{s.name}~native" for s in rope)
+    for s in rope:
         twin = native[f"{s.name}~native"]
         assert twin.model == s.model and twin.engine_args["compilation_config"] == {"custom_ops": ["none"]}
         assert twin.requests[0].prompt_token_ids == s.requests[0].prompt_token_ids
