@@ -198,7 +198,8 @@ def prefix_cache_hits(inp: ComparatorInput, options: dict[str, Any]) -> Comparis
                                              prefix_grid.UNCACHED, inp.profile["near_tie"])
 
 
-@comparator("positions", prompts=True, shown=("failing_cells", "first_failure", "tolerance", "positions"))
+@comparator("positions", prompts=True, shown=("failing_cells", "first_failure", "tolerance", "positions"),
+            workaround=position_checks.bypassed_kernel_sign)
 def positions(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
     """Prompt logprobs at every prompt position of every config variant match the reference's, per bucket."""
     return position_checks.compare_positions(inp.results, inp.refs, position_grid.buckets(inp.workload),

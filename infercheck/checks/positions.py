@@ -10,6 +10,8 @@ angles lose precision with position: the floors are measured on the unmodified e
 in suites/oracles/positions.yaml). A NaN or +inf logprob, or a position one side lists and the
 other does not, is an infinite error. The first failing position of each variant is reported, so
 an error that starts at a boundary (a scaling cut-over, the sliding window's edge) is named by it.
+A variant whose kernel-dispatch logprobs equal its forward_native twin's bit for bit on patched,
+and did not on base, is WORKAROUND evidence: the fast path was routed to the fallback.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 from infercheck.checks.app_compare import MAX_EXAMPLES, by_set
 from infercheck.payloads import Comparison
-from infercheck.position_grid import bucket_name, bucket_of
+from infercheck.position_grid import bucket_name, bucket_of, set_name
 from infercheck.run.job import RequestResult
 
 Row = list[list[float]] | None
@@ -113,6 +115,33 @@ def compare_positions(results: list[RequestResult], refs: dict[str, RequestResul
                + (f" ({', '.join(failing[:MAX_EXAMPLES])})" if failing else ""))
     detail = {"failing_cells": failing, "first_failure": first,
               "tolerance": {bucket_name(b): tol.at(b) for b in bounds},
-              "positions": sum(r["positions"] for r in rows), "cells": rows}
+              "positions": sum(r["positions"] for r in rows), "cells": rows,
+              "same_as_native": same_as_native(results)}
     worst_all = max((r["max_abs_dlogprob"] for r in rows), default=math.inf)
     return Comparison("positions", bool(rows) and not failing, worst_all, summary, detail, examples[:MAX_EXAMPLES])
+
+
+def same_as_native(results: list[RequestResult]) -> list[str]:
+    """Variants whose prompt logprobs under vLLM's own kernels equal, bit for bit at every
+    position, their logprobs under forward_native: the two implementations round differently, so
+    exact equality says the kernels did not run for that variant."""
+    sets = by_set(results)
+    out = []
+    for name, members in sorted(sets.items()):
+        twin = sets.get(set_name(name, "native")) if "~" not in name else None
+        if twin and members and all(twin.get(k) is not None and twin[k].prompt_logprobs == r.prompt_logprobs
+                                    for k, r in members.items()):
+            out.append(name)
+    return out
+
+
+def bypassed_kernel_sign(base: Comparison | None, patched: Comparison | None) -> str | None:
+    """Workaround evidence: variants whose kernel dispatch computes exactly what forward_native
+    does on patched, where it did not on base (the patch routes the fast path to the fallback)."""
+    if base is None or patched is None:
+        return None
+    new = sorted(set(patched.detail.get("same_as_native") or ()) - set(base.detail.get("same_as_native") or ()))
+    if not new:
+        return None
+    return (f"vLLM's own kernels no longer run for {len(new)} position variant(s): their logprobs equal the "
+            f"forward_native dispatch's bit for bit on patched, not on base ({', '.join(new[:MAX_EXAMPLES])})")

@@ -173,3 +173,19 @@ def test_the_check_regresses_on_a_newly_failing_cell_and_the_report_shows_varian
     assert list(rows)[0] == "llama3-8"  # failing on patched first
     assert rows["llama3-8"][0].failed and rows["llama3-8"][0].text == "0.0001 → 0.2 FAIL"
     assert rows["yarn-4"][1].text == "0.4 FAIL → 0.0001" and not rows["yarn-4"][1].failed
+
+
+def test_kernel_dispatch_equal_to_forward_native_on_patched_only_is_workaround_evidence():
+    from infercheck.checks.positions import bypassed_kernel_sign
+
+    tol = BucketTolerance(1e-3, {})
+    kernel, ref = position_result("yarn-4", [1e-4, 2e-4, 3e-4])
+    native, _ = position_result("yarn-4~native", [1e-4, 2e-4, 3.5e-4])  # rounds differently
+    routed, _ = position_result("yarn-4", [1e-4, 2e-4, 3.5e-4])  # the kernel now runs forward_native
+    refs = {kernel.id: ref, native.id: ref}
+    base = compare_positions([kernel, native], refs, (8,), tol)
+    patched = compare_positions([routed, native], refs, (8,), tol)
+    assert base.passed and patched.passed and base.detail["same_as_native"] == []
+    assert patched.detail["same_as_native"] == ["yarn-4"]
+    assert "yarn-4" in (bypassed_kernel_sign(base, patched) or "")
+    assert bypassed_kernel_sign(patched, patched) is None  # equal on both: not the patch's doing
