@@ -275,6 +275,7 @@ def _position_oracle(app: App, w: dict[str, Any], model: ModelFacts) -> list[App
     k, max_tokens = int(w.get("logprobs", 2)), int(w.get("max_tokens", 1))
     variants = position_grid.variants(w)
     ids = encode("".join(addition_lines(1 + max(v.prompt_tokens for v in variants) // 10, seed=21)))
+    folders = {v.name: str(v.folder()) for v in variants}
     sets = []
     for dispatch in position_grid.DISPATCHES:
         for v in (v for v in variants if dispatch in v.dispatches):
@@ -283,7 +284,7 @@ def _position_oracle(app: App, w: dict[str, Any], model: ModelFacts) -> list[App
                               prompt_token_ids=ids[:v.prompt_tokens], sampling=greedy(max_tokens), logprobs=k,
                               prompt_logprobs=k)
             sets.append(AppSet(name, [request], {"max_model_len": v.max_model_len,
-                                                 **position_grid.DISPATCHES[dispatch]}, str(v.folder())))
+                                                 **position_grid.DISPATCHES[dispatch]}, folders[v.name]))
     return sets
 
 

@@ -165,6 +165,16 @@ class ReferenceSpec:
     prompts: bool = False  # also score every prompt position, at the engine's prompt top-k (the position oracle)
     continuation: bool = True  # False: the prompt positions are all its checks read (not the engine's outputs)
 
+    def outputs(self, result: RequestResult) -> list[int]:
+        """The engine's output tokens the scoring re-scores (none for a prompt-only scoring)."""
+        return result.output_ids if self.continuation else []
+
+    def candidates(self, result: RequestResult) -> list[list[int]] | None:
+        """The engine's top-k ids at each output position the scoring adds (None: not asked for)."""
+        if self.full or not self.continuation:
+            return None
+        return [[int(t) for t, _ in pos] for pos in result.logprobs or []]
+
 
 def reference_spec(plan: Plan, result_id: str, set_models: dict[str, str] | None = None) -> ReferenceSpec | None:
     """How to score a result, or None when no check needs it (the comparator registry says which app
@@ -184,9 +194,9 @@ def reference_spec(plan: Plan, result_id: str, set_models: dict[str, str] | None
 def scoring_key(result: RequestResult, spec: ReferenceSpec, processors: dict[str, Any] | None) -> str:
     """What a reference scoring depends on; the model by name, so a run folder read on another
     checkout (regrade of a recorded run) pairs its rows the same way."""
-    candidates = [] if spec.full or not spec.continuation else [[int(t) for t, _ in pos] for pos in result.logprobs or []]
-    outputs = result.output_ids if spec.continuation else []  # prompt-only: the same scoring for every engine
-    key: list[Any] = [Path(spec.model).name, spec.full, result.prompt_ids, outputs, candidates]
+    # A prompt-only scoring has no outputs or candidates: the same scoring for every engine.
+    key: list[Any] = [Path(spec.model).name, spec.full, result.prompt_ids, spec.outputs(result),
+                      spec.candidates(result) or []]
     if processors is not None:  # appended only here: the ids of every other scoring stay as recorded
         key.append(processors)
     if spec.prompts:
@@ -238,13 +248,12 @@ def reference_job(plan: Plan, results: list[RequestResult]) -> tuple[Job, dict[s
         ref_id = f"{result.group}/r{hashlib.sha256(key.encode()).hexdigest()[:16]}"
         if ref_id not in scored:
             scored.add(ref_id)
-            outputs = result.output_ids if spec.continuation else []
+            outputs = spec.outputs(result)
             group.requests.append(Request(
                 id=ref_id, prompt_token_ids=result.prompt_ids, continuation_ids=outputs,
-                candidate_ids=None if spec.full or not spec.continuation else [[int(t) for t, _ in pos]
-                                                                              for pos in result.logprobs or []],
-                logprobs=-1 if spec.full else 1, prompt_logprobs=reference_prompt_logprobs(result, spec),
-                sampling={"max_tokens": len(outputs)}, processors=processors))
+                candidate_ids=spec.candidates(result), logprobs=-1 if spec.full else 1,
+                prompt_logprobs=reference_prompt_logprobs(result, spec), sampling={"max_tokens": len(outputs)},
+                processors=processors))
         id_map[result.id] = ref_id
     ordered = [g for _, g in sorted(groups.items())]
     for group in ordered:

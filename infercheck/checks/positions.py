@@ -85,7 +85,8 @@ def compare_positions(results: list[RequestResult], refs: dict[str, RequestResul
     failing: list[str] = []
     unscored: list[str] = []
     examples: list[dict[str, Any]] = []
-    served = [(v, r) for v, members in by_set(results).items() for r in members.values()]
+    sets = by_set(results)
+    served = [(v, r) for v, members in sets.items() for r in members.values()]
     for variant, result in sorted(served, key=lambda vr: (vr[0], vr[1].id)):
         ref = refs.get(result.id)
         if ref is None:
@@ -116,16 +117,15 @@ def compare_positions(results: list[RequestResult], refs: dict[str, RequestResul
     detail = {"failing_cells": failing, "first_failure": first,
               "tolerance": {bucket_name(b): tol.at(b) for b in bounds},
               "positions": sum(r["positions"] for r in rows), "cells": rows,
-              "same_as_native": same_as_native(results)}
+              "same_as_native": same_as_native(sets)}
     worst_all = max((r["max_abs_dlogprob"] for r in rows), default=math.inf)
     return Comparison("positions", bool(rows) and not failing, worst_all, summary, detail, examples[:MAX_EXAMPLES])
 
 
-def same_as_native(results: list[RequestResult]) -> list[str]:
-    """Variants whose prompt logprobs under vLLM's own kernels equal, bit for bit at every
-    position, their logprobs under forward_native: the two implementations round differently, so
-    exact equality says the kernels did not run for that variant."""
-    sets = by_set(results)
+def same_as_native(sets: dict[str, dict[str, RequestResult]]) -> list[str]:
+    """Variants (sets: `by_set` of the results) whose prompt logprobs under vLLM's own kernels
+    equal, bit for bit at every position, their logprobs under forward_native: the two
+    implementations round differently, so exact equality says the kernels did not run."""
     out = []
     for name, members in sorted(sets.items()):
         twin = sets.get(set_name(name, "native")) if "~" not in name else None

@@ -307,14 +307,20 @@ class GridView:
     rows: list[tuple[str, list[GridCell]]]  # failing parameters (on either variant) first
 
 
-def _grid_cells(check: CheckResult, comparator: str) -> dict[str, dict[tuple[str, str], list[dict[str, Any]]]]:
-    out = {}
+def comparison_rows(check: CheckResult, comparator: str, key: str) -> list[tuple[str, dict[str, Any]]]:
+    """(variant, row) for each row of the comparator's detail list `key`, base's then patched's."""
+    out = []
     for variant in (Variant.BASE, Variant.PATCHED):
         found = app_detail(check.observation(variant)).comparison(comparator)
-        cells: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for cell in (found.detail.get("table") or []) if found else []:
-            cells.setdefault((cell["parameter"], cell["plan"]), []).append(cell)
-        out[variant.value] = cells
+        if found is not None:
+            out += [(variant.value, row) for row in found.detail.get(key) or []]
+    return out
+
+
+def _grid_cells(check: CheckResult, comparator: str) -> dict[str, dict[tuple[str, str], list[dict[str, Any]]]]:
+    out: dict[str, dict[tuple[str, str], list[dict[str, Any]]]] = {v.value: {} for v in (Variant.BASE, Variant.PATCHED)}
+    for variant, cell in comparison_rows(check, comparator, "table"):
+        out[variant].setdefault((cell["parameter"], cell["plan"]), []).append(cell)
     return out
 
 
@@ -356,10 +362,8 @@ def cache_view(check: CheckResult, comparator: str = "prefix-cache") -> list[Cac
     """The ideal cache's and the engines' cached tokens per request (checks/prefix_cache.py),
     requests that differ on patched first; None when neither variant recorded them."""
     rows: dict[str, dict[str, dict[str, Any]]] = {}
-    for variant in (Variant.BASE, Variant.PATCHED):
-        found = app_detail(check.observation(variant)).comparison(comparator)
-        for row in (found.detail.get("cached_tokens") or []) if found else []:
-            rows.setdefault(row["request"], {})[variant.value] = row
+    for variant, row in comparison_rows(check, comparator, "cached_tokens"):
+        rows.setdefault(row["request"], {})[variant] = row
     if not rows:
         return None
     out = []
@@ -386,14 +390,13 @@ def positions_view(check: CheckResult, comparator: str = "positions") -> Positio
     """Cells "base → patched" of each variant × bucket's worst |Δlogprob| (checks/positions.py);
     None when neither variant recorded one."""
     cells: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
-    for variant in (Variant.BASE, Variant.PATCHED):
-        found = app_detail(check.observation(variant)).comparison(comparator)
-        for cell in (found.detail.get("cells") or []) if found else []:
-            cells.setdefault((cell["variant"], cell["bucket"]), {})[variant.value] = cell
+    for variant, cell in comparison_rows(check, comparator, "cells"):
+        cells.setdefault((cell["variant"], cell["bucket"]), {})[variant] = cell
     if not cells:
         return None
     buckets = list(dict.fromkeys(b for _, b in cells))
-    failing = {v for (v, _), per in cells.items() if not per.get("patched", {"passed": True})["passed"]}
+    fails_on_patched = lambda per: not per.get("patched", {"passed": True})["passed"]  # noqa: E731
+    failing = {v for (v, _), per in cells.items() if fails_on_patched(per)}
     rows = []
     for name in sorted({v for v, _ in cells}, key=lambda v: (v not in failing, v)):
         row = []
@@ -404,7 +407,7 @@ def positions_view(check: CheckResult, comparator: str = "positions") -> Positio
                 continue
             text = " → ".join(f"{c['max_abs_dlogprob']:.2g}" + ("" if c["passed"] else " FAIL") for c in per.values())
             any_cell = next(iter(per.values()))
-            row.append(GridCell(text, not per.get("patched", {"passed": True})["passed"],
+            row.append(GridCell(text, fails_on_patched(per),
                                 f"tolerance {any_cell['tolerance']:.2g} over {any_cell['positions']} positions"))
         rows.append((name, row))
     return PositionsView(buckets, rows)
