@@ -260,12 +260,15 @@ def _prefix_cache_oracle(app: App, w: dict[str, Any], model: ModelFacts) -> list
     make = lambda set_name, key, r, wave: Request(  # noqa: E731
         request_id(app.check_name, set_name, key), prompt_token_ids=list(r.prompt_ids), sampling=dict(sampling),
         logprobs=logprobs, wave=wave, cache_salt=r.salt)
-    sets, twins = [], []
+    sets, twins = [], {}
     for cs in prefix_grid.cache_sets(w):
+        folder = cs.folder()
         sequence = cs.requests()
-        sets.append(AppSet(cs.name, [make(cs.name, r.key, r, i) for i, r in enumerate(sequence)], cs.engine_args()))
-        twins += [make(prefix_grid.UNCACHED, cs.twin_prefix + r.key, r, 0) for r in sequence]
-    return [*sets, AppSet(prefix_grid.UNCACHED, twins, {"enable_prefix_caching": False})]
+        sets.append(AppSet(cs.name, [make(cs.name, r.key, r, i) for i, r in enumerate(sequence)], cs.engine_args(),
+                           folder))
+        twin = twins.setdefault(cs.twin_set, AppSet(cs.twin_set, [], {"enable_prefix_caching": False}, folder))
+        twin.requests += [make(cs.twin_set, cs.twin_prefix + r.key, r, 0) for r in sequence]
+    return [*sets, *twins.values()]
 
 
 def _position_oracle(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:

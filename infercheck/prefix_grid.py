@@ -9,6 +9,19 @@ cached (a block is its whole prefix, not its tokens or its position); the same p
 partial last blocks; a prompt shorter than a block. Under a small cache (`num_gpu_blocks_override`)
 a sequence that evicts: prompts that fill the cache, then the first again. What each request should
 find cached is not written here: the ideal cache (checks/prefix_cache.py) replays the sequence.
+
+vLLM keeps one KV-cache manager per attention type, each with its own cache-hit search: full
+attention takes the longest run of cached blocks from the start; a sliding window searches from
+the right for `cdiv(window - 1, B)` contiguous cached blocks (the ones the window still reads),
+pads the blocks before them with null blocks, and takes the leading run when no such stretch
+exists. The same sequences therefore also run on config-only variants of the bundled
+sliding-window model (`sliding_windows`, each at every block size): a window within one block, a
+window over several blocks, a window longer than every prompt. There the ideal cache is an upper
+bound, not the exact count: a sliding-window hit needs KV that an earlier request of the same
+prefix computed, so more than the ideal is false sharing as on full attention; but vLLM 0.32.0
+keeps only the blocks a later request can resume from (sparse retention, `reachable_block_mask`)
+and frees out-of-window blocks while a request runs, so fewer is expected there (lost reuse that
+counts as workaround evidence only where base matched). Eviction runs on full attention only.
 """
 
 from __future__ import annotations
@@ -16,6 +29,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from typing import Any
+
+from infercheck.errors import InfercheckError
+from infercheck.models import zoo
+from infercheck.models.config_variants import ConfigVariant, variant_folder
 
 TOKEN_POOL = range(4, 20)  # ordinary ids of the bundled char-level models ('0'-'9', '+', '=', ...)
 
@@ -98,11 +115,25 @@ class CacheSet:
     name: str
     block_size: int
     num_blocks: int | None = None
+    window: int | None = None  # the sliding window of the variant it runs on; None: the run's model
+    window_model: str | None = None  # the bundled sliding-window model that variant edits
 
     @property
     def twin_prefix(self) -> str:
-        """Its requests' keys in the uncached set: f"{twin_prefix}{key}"."""
+        """Its requests' keys in its uncached set: f"{twin_prefix}{key}"."""
         return f"{self.name}-"
+
+    @property
+    def twin_set(self) -> str:
+        """The uncached set its requests are paired with (one per model: the same model, no caching)."""
+        return uncached_set(self.window)
+
+    def folder(self) -> str | None:
+        """The model folder it runs on: the window variant's (built into the cache), None for the run's."""
+        if self.window is None or self.window_model is None:
+            return None
+        variant = ConfigVariant(f"window-{self.window}", self.window_model, {"sliding_window": self.window})
+        return str(variant_folder(variant, zoo.model_dir(variant.model)))
 
     def engine_args(self) -> dict[str, Any]:
         args: dict[str, Any] = {"enable_prefix_caching": True, "block_size": self.block_size}
@@ -115,9 +146,20 @@ class CacheSet:
         return sequence(self.block_size) if self.num_blocks is None else eviction_sequence(self.block_size)
 
 
+def uncached_set(window: int | None) -> str:
+    return UNCACHED if window is None else f"{UNCACHED}-w{window}"
+
+
 def cache_sets(workload: dict[str, Any]) -> list[CacheSet]:
-    """The oracle's cached engines: one per block size, and the small cache (`eviction`)."""
-    out = [CacheSet(f"b{int(b)}", int(b)) for b in workload.get("block_sizes") or (32, 64)]
+    """The oracle's cached engines: one per block size on the run's model, the small cache
+    (`eviction`), and one per block size on each `sliding_windows` variant."""
+    blocks = [int(b) for b in workload.get("block_sizes") or (32, 64)]
+    out = [CacheSet(f"b{b}", b) for b in blocks]
     if ev := workload.get("eviction"):
         out.append(CacheSet(f"evict-b{int(ev['block_size'])}", int(ev["block_size"]), int(ev["num_blocks"])))
+    windows = [int(w) for w in workload.get("sliding_windows") or ()]
+    model = workload.get("window_model")
+    if windows and model not in zoo.SPECS:
+        raise InfercheckError(f"prefix-cache oracle: `sliding_windows` needs `window_model`, one of {', '.join(zoo.SPECS)}")
+    out += [CacheSet(f"w{w}-b{b}", b, window=w, window_model=model) for w in windows for b in blocks]
     return out

@@ -194,8 +194,7 @@ def seeds(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
             workaround=prefix_cache.lost_reuse_sign)
 def prefix_cache_hits(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
     """Each cached request gets the ideal prefix cache's cached tokens and its uncached twin's outputs."""
-    return prefix_cache.compare_prefix_cache(inp.results, prefix_grid.cache_sets(inp.workload),
-                                             prefix_grid.UNCACHED, inp.profile["near_tie"])
+    return prefix_cache.compare_prefix_cache(inp.results, prefix_grid.cache_sets(inp.workload), inp.profile["near_tie"])
 
 
 @comparator("positions", prompts=True, shown=("failing_cells", "first_failure", "tolerance", "positions"),

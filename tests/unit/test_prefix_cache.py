@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from infercheck import prefix_grid
 from infercheck.apps import app_sets, load_apps
 from infercheck.checks.app_check import app_check
@@ -53,7 +56,7 @@ def run(cached: list[int], twin_out: list[int] | None = None):
     prompts = [[1, 2, 3, 4, 5], [1, 2, 3, 4, 6], [1, 2, 7]]
     rows = [result("b2", f"r{i}", p, c, [9, 9], i) for i, (p, c) in enumerate(zip(prompts, cached))]
     rows += [result("uncached", f"b2-r{i}", p, 0, twin_out or [9, 9], 0) for i, p in enumerate(prompts)]
-    return compare_prefix_cache(rows, sets, "uncached", 1e-3)
+    return compare_prefix_cache(rows, sets, 1e-3)
 
 
 def test_more_cached_tokens_than_the_ideal_fail_naming_request_and_block_fewer_are_lost_reuse():
@@ -79,7 +82,7 @@ def test_lost_reuse_on_patched_only_is_a_workaround_sign():
                          for i, (r, c) in enumerate(zip(sequence, cached))]
         rows[variant] += [result("uncached", f"b32-{r.key}", list(r.prompt_ids), 0, [1, 2], 0) for r in sequence]
     app = type(app)(**{**app.__dict__, "compare": ("prefix-cache",),
-                       "workload": {**app.workload, "block_sizes": [32], "eviction": None}})
+                       "workload": {**app.workload, "block_sizes": [32], "eviction": None, "sliding_windows": []}})
     runtime = {v: Runtime(1000.0, None, 0, []) for v in ("base", "patched")}
     check = app_check(app, "", False, rows, {"base": {}, "patched": {}}, runtime, {},
                       {"near_tie": 1e-3}, {"min_base_hit_rate": 0.2, "hit_rate_drop": 0.5})
@@ -88,11 +91,22 @@ def test_lost_reuse_on_patched_only_is_a_workaround_sign():
 
 def test_the_workload_sends_each_cached_request_alone_with_its_salt_and_an_uncached_twin():
     sets = {s.name: s for s in app_sets(load_apps()["prefix-cache"])}
-    assert set(sets) == {"b32", "b64", "evict-b32", "uncached"}
-    for name in ("b32", "b64", "evict-b32"):
+    windows = ("w32", "w100", "w1000")
+    cached = ("b32", "b64", "evict-b32", *(f"{w}-b{b}" for w in windows for b in (32, 64)))
+    assert set(sets) == {*cached, "uncached", *(f"uncached-{w}" for w in windows)}
+    for name in cached:
         waves = [r.wave for r in sets[name].requests]
         assert waves == sorted(set(waves)) and sets[name].engine_args["enable_prefix_caching"] is True
-    assert sets["uncached"].engine_args["enable_prefix_caching"] is False
+    for name in ("uncached", *(f"uncached-{w}" for w in windows)):
+        assert sets[name].engine_args["enable_prefix_caching"] is False
+    # The window sets and their twins run on the sliding-window model with the window edited.
+    assert sets["b32"].model is None and sets["uncached"].model is None
+    for w in windows:
+        folder = sets[f"{w}-b32"].model
+        assert folder == sets[f"{w}-b64"].model == sets[f"uncached-{w}"].model
+        assert json.loads((Path(folder) / "config.json").read_text())["sliding_window"] == int(w[1:])
+        twins = {r.id.rsplit("/", 1)[1] for r in sets[f"uncached-{w}"].requests}
+        assert twins == {f"{w}-b{b}-{r.id.rsplit('/', 1)[1]}" for b in (32, 64) for r in sets[f"{w}-b{b}"].requests}
     assert sets["evict-b32"].engine_args["num_gpu_blocks_override"] == 12
     salted = [r for r in sets["b32"].requests if r.cache_salt]
     assert [r.id.rsplit("/", 1)[1].split("-", 1)[1] for r in salted] == ["salted", "salted-again", "salted-prefix",
