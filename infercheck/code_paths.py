@@ -1,10 +1,13 @@
-"""Executed lines as functions: which functions of a source file a traced run entered (the worker
-records lines with coverage.py, `Job.trace`; docs/design.md, "Code-path evidence"). Pure."""
+"""Code paths over executed lines (the worker records lines with coverage.py, `Job.trace`;
+docs/design.md, "Code-path evidence"). Pure: which functions of a source file a traced run
+entered, which changed hunks of a patch a run executed, which functions a patch stopped running."""
 
 from __future__ import annotations
 
 import ast
+import difflib
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 
 def function_spans(source: str) -> list[tuple[int, int, str]]:
@@ -37,3 +40,99 @@ def functions_at(source: str, lines: Iterable[int]) -> set[str]:
         if holding:
             out.add(max(holding, key=lambda s: s[0])[2])
     return out
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """One changed region of a file: lines [base_start, base_end) of the base file became lines
+    [patched_start, patched_end) of the patched file (1-based; an empty range is a pure insertion
+    or deletion)."""
+
+    file: str
+    base_start: int
+    base_end: int
+    patched_start: int
+    patched_end: int
+
+    @property
+    def name(self) -> str:
+        """"vllm/x.py:-120,3 +120,4", the unified-diff way of naming it."""
+        return (f"{self.file}:-{self.base_start},{self.base_end - self.base_start}"
+                f" +{self.patched_start},{self.patched_end - self.patched_start}")
+
+
+def changed_hunks(file: str, base_source: str, patched_source: str) -> list[Hunk]:
+    """The hunks between the base and the patched text of one file, line by line (difflib), so the
+    line numbers are those of the files the workers ran, whatever offsets the patch applied with.
+    A new file is base_source ""; a deleted one patched_source ""."""
+    matcher = difflib.SequenceMatcher(None, base_source.splitlines(), patched_source.splitlines(), autojunk=False)
+    return [Hunk(file, i1 + 1, i2 + 1, j1 + 1, j2 + 1)
+            for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+
+
+def statement_lines(source: str, first: int, end: int) -> set[int]:
+    """The first lines of the statements whose own lines meet [first, end): what a line tracer
+    (coverage.py) reports when those lines run. A simple statement owns all its lines (a change in
+    a continuation line is a change of the statement); a compound one (if, for, def, with, ...)
+    owns its header only, not its body. Docstrings and bare strings are no statements here."""
+    if first >= end:
+        return set()
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set(range(first, end))  # not Python we can parse: every line stands for itself
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt) or _is_string_statement(node):
+            continue
+        body = [child for field in ("body", "orelse", "finalbody", "handlers", "cases")
+                for child in getattr(node, field, None) or [] if isinstance(child, ast.AST)]
+        own_end = (min(c.lineno for c in body) - 1) if body else (node.end_lineno or node.lineno)
+        if node.lineno < end and own_end >= first:
+            out.add(node.lineno)
+    return out
+
+
+def _is_string_statement(node: ast.stmt) -> bool:
+    """A docstring or a bare string: no tracer reports it as run."""
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+
+def hunk_executed(hunk: Hunk, base_source: str, patched_source: str, base_lines: set[int],
+                  patched_lines: set[int]) -> bool | None:
+    """Whether a check ran the hunk: one of its added statements ran on patched, or one of its
+    removed statements ran on base (a deletion is exercised where base ran what it deleted).
+    None: the hunk holds no statement on either side (comments, blank lines, docstrings)."""
+    added = statement_lines(patched_source, hunk.patched_start, hunk.patched_end)
+    removed = statement_lines(base_source, hunk.base_start, hunk.base_end)
+    if not added and not removed:
+        return None
+    return bool(added & patched_lines) or bool(removed & base_lines)
+
+
+@dataclass(frozen=True)
+class Bypass:
+    """A function of a touched file that checks ran on base and never run on patched."""
+
+    file: str
+    function: str
+    checks: tuple[str, ...]  # the checks that ran it on base and do not on patched
+
+
+def bypassed_functions(file: str, base_source: str, patched_source: str, base_runs: dict[str, set[int]],
+                       patched_runs: dict[str, set[int]]) -> list[Bypass]:
+    """Functions that still exist on patched (same qualified name) and that some check executed on
+    base but that no check executes on patched: the patch routed around them (docs/design.md,
+    "Code-path evidence"). A function the patch removes or renames is a rewrite, not a bypass; a
+    check that did not run on patched (missing from patched_runs) is not judged."""
+    still_there = {name for _, _, name in function_spans(patched_source)} if patched_source else set()
+    on_patched = set().union(*(functions_at(patched_source, lines) for lines in patched_runs.values())) \
+        if patched_source else set()
+    by_function: dict[str, list[str]] = {}
+    for check, lines in base_runs.items():
+        if check not in patched_runs:
+            continue
+        for name in functions_at(base_source, lines):
+            if name in still_there and name not in on_patched:
+                by_function.setdefault(name, []).append(check)
+    return [Bypass(file, name, tuple(sorted(checks))) for name, checks in sorted(by_function.items())]
