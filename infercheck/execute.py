@@ -23,7 +23,7 @@ from infercheck.run.cache import launch_cached
 from infercheck.run.job import Job
 from infercheck.run.launcher import WorkerRun
 from infercheck.run.pytest_runner import run_pytest
-from infercheck.run.store import REFERENCE_EVAL, RunOutcome, WorkerOutcome, reference_worker
+from infercheck.run.store import REFERENCE_EVAL, RunOutcome, WorkerOutcome, pytest_folder, reference_worker
 
 
 @dataclass
@@ -72,8 +72,8 @@ def run_workers(plan: Plan, base: EngineEnv, patched: EngineEnv, runner: Runner,
             return
     if plan.symptom is not None and plan.symptom.kind == SymptomKind.PYTEST:
         for variant, env in envs.items():
-            outcome.pytest[variant] = run_pytest(plan.symptom, env, runner.runs_dir / f"pytest-{variant}",
-                                                 runner.opts.timeout_s)
+            outcome.pytest[variant] = run_pytest(plan.symptom, env, runner.runs_dir / pytest_folder(variant),
+                                                 runner.opts.timeout_s, plan.trace)
     reference_env = replace(installed_env(detect_device()), name="reference")
     for variant in ENGINE_VARIANTS:
         name = reference_worker(variant)

@@ -10,15 +10,17 @@ from dataclasses import dataclass, field
 from infercheck.app_ids import app_of, bare_name
 from infercheck.checks.accuracy import accuracy_check, per_sample
 from infercheck.checks.app_check import app_check
+from infercheck.checks.code_path import code_path_check
 from infercheck.checks.parity_check import parity_check
 from infercheck.checks.signals import machine_drift, runtime_of
 from infercheck.checks.static_signals import static_check
+from infercheck.checks.symptom import NAME as SYMPTOM_CHECK
 from infercheck.checks.symptom import app_symptom_check, symptom_check
 from infercheck.names import ENGINE_VARIANTS, CheckKind, Stage, SymptomKind, Variant, error_code
-from infercheck.plan import SYMPTOM, Plan, reference_job
+from infercheck.plan import SYMPTOM, Plan, engine_job, group_checks, reference_job
 from infercheck.records import CheckResult, Flag
-from infercheck.run.job import RequestResult
-from infercheck.run.store import REFERENCE_EVAL, StoredRun, reference_worker
+from infercheck.run.job import PYTEST_GROUP, RequestResult
+from infercheck.run.store import REFERENCE_EVAL, StoredRun, pytest_folder, reference_worker
 
 
 @dataclass
@@ -115,4 +117,19 @@ def grade(plan: Plan, stored: StoredRun, settings: Settings, patch_text: str) ->
                                      suite.description))
     checks += apps
     checks.append(static_check(patch_text, plan.reported_prompts()))
+    code_path = traced_code_path(plan, stored)
+    if code_path is not None:
+        checks.append(code_path)
     return Graded(checks, [])
+
+
+def traced_code_path(plan: Plan, stored: StoredRun) -> CheckResult | None:
+    """The code-path check over what the engine groups and the pytest symptom's runs recorded."""
+    groups = {**group_checks(engine_job(plan)), PYTEST_GROUP: [SYMPTOM_CHECK]}
+    traces, sources, ran = {}, {}, {}
+    for v in ENGINE_VARIANTS:
+        engine, pytest = stored.of(v), stored.of(pytest_folder(v))
+        traces[v] = None if engine.trace is None else {**engine.trace, **(pytest.trace or {})}
+        sources[v] = {**pytest.sources, **engine.sources}
+        ran[v] = engine.finished_groups() | ({PYTEST_GROUP} if pytest.trace is not None else set())
+    return code_path_check(plan.trace, groups, traces, sources, ran)

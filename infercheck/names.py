@@ -27,6 +27,7 @@ class CheckKind(StrEnum):
     APP = "app"
     ORACLE = "oracle"
     STATIC = "static"
+    CODE_PATH = "code_path"
 
 
 # Kinds that run as apps: request sets on engines of their own, graded by comparators (apps.py).
@@ -44,6 +45,7 @@ class CheckFlag(StrEnum):
     UNDERPOWERED = "underpowered"  # the minimum detectable effect exceeds the tolerance
     UNSTABLE = "unstable"  # disagrees with itself on repeat
     NOT_REPRODUCED = "not_reproduced"  # the symptom check passes on base: the bug did not show
+    NOT_EXERCISED = "not_exercised"  # no check executes the patch's changed lines
 
 
 UNDECIDED_FLAGS = (CheckFlag.UNDERPOWERED, CheckFlag.UNSTABLE)  # leave a question open, not answered

@@ -33,6 +33,10 @@ class Payload:
         """Parts of the check (e.g. an app's comparators) that held on base and fail on patched."""
         return []
 
+    def inconclusive_reason(self) -> str | None:
+        """Why the check leaves the question open (e.g. the change is never exercised); None if not."""
+        return None
+
 
 # ---- parity ----------------------------------------------------------------------------------
 
@@ -200,6 +204,43 @@ class StaticPayload(Payload):
 
     def workaround_reason(self) -> str | None:
         return self.workaround
+
+
+# ---- code paths --------------------------------------------------------------------------------
+
+@dataclass
+class HunkEvidence:
+    hunk: str  # "vllm/x.py:-120,3 +120,4": base lines -start,count, patched lines +start,count
+    runs_code: bool  # holds a statement on either side (not only comments, blank lines, docstrings)
+    executed_by: list[str] = field(default_factory=list)  # checks that ran it (added: patched, removed: base)
+
+
+@dataclass
+class BypassEvidence:
+    file: str
+    function: str
+    checks: list[str] = field(default_factory=list)  # the checks that ran it on base
+
+
+@dataclass
+class CodePathDetail(Detail):
+    functions: list[str] = field(default_factory=list)  # "file::function" this variant ran in the touched files
+    note: str = ""
+
+
+@dataclass
+class CodePathPayload(Payload):
+    files: list[str] = field(default_factory=list)  # the traced files (the patch's Python files)
+    hunks: list[HunkEvidence] = field(default_factory=list)
+    bypassed: list[BypassEvidence] = field(default_factory=list)
+    not_exercised: str | None = None  # why the change counts as never exercised
+    workaround: str | None = None
+
+    def workaround_reason(self) -> str | None:
+        return self.workaround
+
+    def inconclusive_reason(self) -> str | None:
+        return self.not_exercised
 
 
 def tagged_classes() -> dict[str, type]:

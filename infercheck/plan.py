@@ -64,6 +64,7 @@ class Plan:
     apps: list[App] = field(default_factory=list)
     app_reasons: dict[str, str] = field(default_factory=dict)  # app name -> why it was selected
     app_models: dict[str, str] = field(default_factory=dict)  # app name -> model folder
+    trace: list[str] = field(default_factory=list)  # engine files whose executed lines the workers record
 
     def app_sets(self) -> dict[str, list[AppSet]]:
         return {app.name: app_sets(app, ModelFacts.of(self.app_models[app.name])) for app in self.apps}
@@ -92,8 +93,16 @@ class Plan:
 
 def plan_for(found: Intake, inputs_dir: Path | None = None) -> Plan:
     """Stage 2: the plan for an intake (lm-eval tasks staged into inputs_dir when given)."""
-    return make_plan(str(found.model_dir), found.model_name, found.opts.dtype, found.suites, found.symptom,
+    plan = make_plan(str(found.model_dir), found.model_name, found.opts.dtype, found.suites, found.symptom,
                      inputs_dir, found.apps, found.app_reasons, zoo.model_dir)
+    plan.trace = traced_files(found.patch.classes)
+    return plan
+
+
+def traced_files(classes: dict[str, str]) -> list[str]:
+    """The engine's Python files a patch touches: what the workers trace (docs/design.md, "Code-path
+    evidence"); compiled code, tests and docs are not traced."""
+    return sorted(f for f, cls in classes.items() if cls == "python" and f.startswith("vllm/"))
 
 
 def make_plan(model: str, model_name: str, dtype: str, suites: list[Suite], symptom: SymptomSpec | None,
@@ -152,7 +161,14 @@ def engine_job(plan: Plan, backend: str = "vllm") -> Job:
             group = app_groups.setdefault(key, Group(f"app:{app_name}:{app_set.name}", app_set.engine_args, [],
                                                      model=model, isolated=True))
             group.requests.extend(app_set.requests)
-    return Job(backend, plan.model, plan.dtype, [*groups.values(), *app_groups.values()])
+    return Job(backend, plan.model, plan.dtype, [*groups.values(), *app_groups.values()], trace=list(plan.trace))
+
+
+def group_checks(job: Job) -> dict[str, list[str]]:
+    """Engine group name -> the checks its requests and lm-eval tasks serve (a request id starts
+    with its check's or workload's name: "app/x#set/key", "symptom#p0", "parity/addition#p3")."""
+    return {g.name: sorted({r.id.split("#", 1)[0] for r in g.requests} | {t.label for t in g.lm_eval})
+            for g in job.groups}
 
 
 @dataclass(frozen=True)

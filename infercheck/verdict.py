@@ -44,6 +44,9 @@ def check_flags(check: CheckResult, has_symptom: bool) -> list[Flag]:
         elif flag == CheckFlag.NOT_REPRODUCED and check.kind == CheckKind.SYMPTOM:
             out.append(Flag(Headline.INCONCLUSIVE, check.name,
                             f"{check.name}: the symptom does not reproduce on base, so its fix cannot be shown"))
+        elif flag == CheckFlag.NOT_EXERCISED:
+            reason = check.payload.inconclusive_reason() if check.payload else None
+            out.append(Flag(Headline.INCONCLUSIVE, check.name, f"{check.name}: {reason or 'the change is never exercised'}"))
         elif flag in (CheckFlag.UNDERPOWERED, CheckFlag.UNSTABLE):
             reason = "lacks statistical power" if flag == CheckFlag.UNDERPOWERED else "disagrees with itself on repeat"
             out.append(Flag(Headline.INCONCLUSIVE, check.name, f"{check.name}: {reason}"))

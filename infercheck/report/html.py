@@ -14,7 +14,8 @@ from infercheck.run.sandbox import describe
 
 TEMPLATES = Path(__file__).parent / "templates"
 # Check kinds with a section of their own; the generic "Checks" details skip them.
-SECTION_KINDS = {CheckKind.APP: "apps", CheckKind.ORACLE: "apps", CheckKind.STATIC: "static"}
+SECTION_KINDS = {CheckKind.APP: "apps", CheckKind.ORACLE: "apps", CheckKind.STATIC: "static",
+                 CheckKind.CODE_PATH: "code-path"}
 EXAMPLE_KEYS = ("request", "position", "engine_token", "reference_token", "context", "engine_text",
                 "reference_text")
 
@@ -56,7 +57,7 @@ ENV = _environment()
 def render_report(run: ValidationRun) -> str:
     return ENV.get_template("report.html").render(
         run=run, answers=view.answers(run), flag_messages=lambda name: view.flag_messages(run, name),
-        apps=view.app_views(run), statics=view.static_views(run))
+        apps=view.app_views(run), statics=view.static_views(run), code_paths=view.code_path_views(run))
 
 
 def render_index(rows: list[dict[str, Any]]) -> str:

@@ -12,7 +12,8 @@ from typing import Any
 from infercheck.checks.comparators import REGISTRY
 from infercheck.names import APP_LIKE, UNDECIDED_FLAGS, CheckFlag, CheckKind, Variant
 from infercheck.oracle_grid import PLANS
-from infercheck.payloads import AppDetail, AppPayload, Detail, Payload, RuntimeRecord, StaticDetail, filled_fields
+from infercheck.payloads import (AppDetail, AppPayload, CodePathPayload, Detail, Payload, RuntimeRecord, StaticDetail,
+                                 filled_fields)
 from infercheck.records import CheckResult, Observation, ValidationRun
 
 VERDICT_CLASS = {"RESOLVED": "good", "CLEAN": "good", "SYMPTOM_ONLY": "warn", "WORKAROUND": "warn",
@@ -515,3 +516,19 @@ def static_view(check: CheckResult, index: int = 0) -> StaticView:
 def static_views(run: ValidationRun) -> list[StaticView]:
     """The static checks (kind "static"), with their evidence rows."""
     return [static_view(check, index) for index, check in enumerate(run.checks) if check.kind == CheckKind.STATIC]
+
+
+
+@dataclass
+class CodePathView:
+    check: CheckResult
+    index: int
+    payload: CodePathPayload
+    markers: list[tuple[str, str]]
+
+
+def code_path_views(run: ValidationRun) -> list[CodePathView]:
+    """The code-path check (kind "code_path"): each changed hunk with the checks that ran it, and
+    the functions base ran that patched never runs."""
+    return [CodePathView(check, index, check.payload, _markers(check)) for index, check in enumerate(run.checks)
+            if check.kind == CheckKind.CODE_PATH and isinstance(check.payload, CodePathPayload)]

@@ -3,7 +3,8 @@ reference groups shared by every candidate of a case, whatever apps each candida
 
 A group's entry is keyed by the content that determines it: the group (requests, engine args,
 model override, lm-eval task settings), the job's backend, model, dtype and seed, the engine tree
-hash, the model files, the suite data and the worker code. Only the groups without an entry run;
+hash, the model files, the suite data, the worker code and the files the job traces. Only the groups
+without an entry run;
 the worker's rows and the cached rows end up together in the run folder. Entries are written to a
 temp folder and renamed into place, so a crashed or concurrent run never leaves half an entry.
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from infercheck.build.engine_env import EngineEnv
 from infercheck.paths import DATA_DIR, SUITES_DIR, cache_dir
-from infercheck.run.job import GROUPS, LM_EVAL, RESULTS, STATUS, Group, Job, read_jsonl
+from infercheck.run.job import GROUPS, LM_EVAL, RESULTS, SOURCES, STATUS, TRACE, Group, Job, read_jsonl
 from infercheck.errors import InfercheckError
 from infercheck.run.launcher import WorkerRun, classify, launch, stop_orphan
 
@@ -45,7 +46,7 @@ def group_key(job: Job, group: Group, env: EngineEnv) -> str:
         task["include_path"] = "staged"  # the staged copy lives in each run folder
     model = Path(group.model or job.model)
     parts = {
-        "job": [job.backend, job.model if group.model is None else None, job.dtype, job.seed],
+        "job": [job.backend, job.model if group.model is None else None, job.dtype, job.seed, sorted(job.trace)],
         "group": data,
         "engine": [env.strategy, env.tree_hash, env.python, list(env.pythonpath) if env.strategy == "installed" else []],
         "model": digest_files([p for p in model.iterdir() if p.is_file()]) if model.is_dir() else str(model),
@@ -70,8 +71,23 @@ def finished(rows: dict[str, dict[str, list[dict]]], group: str) -> bool:
     return bool(rows.get(GROUPS, {}).get(group))
 
 
-def store_group(rows: dict[str, dict[str, list[dict]]], group: str, entry: Path) -> None:
-    """Copy one finished group's rows (rows_by_group of its run folder) into its cache entry, atomically."""
+def entry_files(job: Job) -> tuple[str, ...]:
+    """What a complete cache entry of one of the job's groups holds."""
+    return (*ROW_FILES, TRACE, SOURCES) if job.trace else ROW_FILES
+
+
+def read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def store_group(rows: dict[str, dict[str, list[dict]]], group: str, entry: Path, traced_in: Path | None = None) -> None:
+    """Copy one finished group's rows (rows_by_group of its run folder) into its cache entry,
+    atomically; for a traced job (traced_in: its run folder) the group's executed lines and the
+    traced sources too."""
     summary = rows.get(GROUPS, {}).get(group)
     if not summary or summary[0].get("error"):  # failures are not cached: a rerun may tell more
         return
@@ -79,16 +95,25 @@ def store_group(rows: dict[str, dict[str, list[dict]]], group: str, entry: Path)
     tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".tmp-"))
     for name in ROW_FILES:
         (tmp / name).write_text("".join(json.dumps(r) + "\n" for r in rows.get(name, {}).get(group, [])))
+    if traced_in is not None:
+        (tmp / TRACE).write_text(json.dumps(read_json(traced_in / TRACE).get(group, {})))
+        (tmp / SOURCES).write_text(json.dumps(read_json(traced_in / SOURCES)))
     try:
         os.replace(tmp, entry)
     except OSError:  # another run stored the same entry first
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def append_group(entry: Path, out_dir: Path) -> None:
+def append_group(entry: Path, out_dir: Path, group: str, traced: bool) -> None:
     for name in ROW_FILES:
         with (out_dir / name).open("a") as rows:
             rows.write((entry / name).read_text())
+    if traced:
+        lines = read_json(out_dir / TRACE)
+        lines[group] = read_json(entry / TRACE)
+        (out_dir / TRACE).write_text(json.dumps(lines))
+        if not (out_dir / SOURCES).is_file():
+            shutil.copyfile(entry / SOURCES, out_dir / SOURCES)
 
 
 def engine_record(env: EngineEnv) -> dict[str, str]:
@@ -115,7 +140,7 @@ def harvest(out_dir: Path, job: Job, entries: dict[str, Path], env: EngineEnv) -
     for group in previous.groups:
         same = group.name in wanted and asdict(wanted[group.name]) == asdict(group)
         if same and not (entries[group.name] / GROUPS).is_file() and finished(rows, group.name):
-            store_group(rows, group.name, entries[group.name])
+            store_group(rows, group.name, entries[group.name], out_dir if job.trace else None)
 
 
 def launch_cached(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float,
@@ -125,7 +150,7 @@ def launch_cached(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float,
     root = cache_dir() / "groups"
     entries = {g.name: root / group_key(job, g, env) for g in job.groups}
     harvest(out_dir, job, entries, env)
-    cached = [g for g in job.groups if reuse and all((entries[g.name] / n).is_file() for n in ROW_FILES)]
+    cached = [g for g in job.groups if reuse and all((entries[g.name] / n).is_file() for n in entry_files(job))]
     todo = [g for g in job.groups if g not in cached]
     if todo:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -133,15 +158,15 @@ def launch_cached(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float,
         run = launch(replace(job, groups=todo), env, out_dir, timeout_s)
         rows = rows_by_group(out_dir)
         for group in todo:
-            store_group(rows, group.name, entries[group.name])
+            store_group(rows, group.name, entries[group.name], out_dir if job.trace else None)
     else:
         out_dir.mkdir(parents=True, exist_ok=True)
-        for name in (*ROW_FILES, STATUS):
+        for name in (*ROW_FILES, STATUS, TRACE, SOURCES):
             (out_dir / name).unlink(missing_ok=True)
         (out_dir / STATUS).write_text(json.dumps({"state": "done", "reused": True}))
         run = classify(env.name, out_dir, 0, 0.0, timeout_s)
     for group in cached:
-        append_group(entries[group.name], out_dir)
+        append_group(entries[group.name], out_dir, group.name, bool(job.trace))
     (out_dir / "job.json").write_text(job.to_json())
     if cached:
         (out_dir / "reused-from").write_text("".join(f"{g.name} {entries[g.name]}\n" for g in cached))

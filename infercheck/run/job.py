@@ -85,8 +85,9 @@ class Job:
     dtype: str
     groups: list[Group]
     seed: int = 0
-    # Source folders whose executed lines the worker records per group (coverage.py) into TRACE;
-    # empty: no tracing (docs/design.md, "Code-path evidence").
+    # Source files or folders whose executed lines the worker records per group (coverage.py) into
+    # TRACE; a relative path is one of the engine's ("vllm/v1/..."); empty: no tracing
+    # (docs/design.md, "Code-path evidence").
     trace: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -178,6 +179,8 @@ LM_EVAL = "lm_eval.jsonl"
 GROUPS = "groups.jsonl"
 STATUS = "status.json"
 TRACE = "trace.json"  # {group name: {file: [executed line numbers]}}, for a job with `trace`
+SOURCES = "sources.json"  # {file: its text as this variant ran it, or null}, for a job that traces files
+PYTEST_GROUP = "pytest"  # the trace context of a traced pytest symptom run (run/traced_pytest.py)
 STDOUT = "worker.stdout"
 STDERR = "worker.stderr"
 

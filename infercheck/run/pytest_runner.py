@@ -10,11 +10,16 @@ from infercheck.run.store import PytestOutcome
 from infercheck.specs import SymptomSpec
 
 
-def run_pytest(spec: SymptomSpec, env: EngineEnv, out_dir: Path, timeout_s: float) -> PytestOutcome:
-    """The node id is relative to the symptom file's folder; the full log lands in out_dir."""
+def run_pytest(spec: SymptomSpec, env: EngineEnv, out_dir: Path, timeout_s: float,
+               trace: list[str] | None = None) -> PytestOutcome:
+    """The node id is relative to the symptom file's folder; the full log lands in out_dir. With
+    `trace` (engine files), the run is traced like a worker's group (run/traced_pytest.py)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cwd = Path(spec.path).parent
-    cmd = [env.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(spec.pytest)]
+    args = ["-q", "-p", "no:cacheprovider", str(spec.pytest)]
+    runner = ["-m", "infercheck.run.traced_pytest", "--out", str(out_dir.resolve()), "--trace", *trace, "--"] \
+        if trace else ["-m", "pytest"]
+    cmd = [env.python, *runner, *args]
     try:
         proc = subprocess.run(cmd, cwd=cwd, env=env.environ(), capture_output=True, text=True, timeout=timeout_s,
                               start_new_session=True)

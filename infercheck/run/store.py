@@ -16,10 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from infercheck.errors import InfercheckError
-from infercheck.run.job import GROUPS, LM_EVAL, RESULTS, GroupResult, RequestResult, read_jsonl
+from infercheck.run.job import GROUPS, LM_EVAL, RESULTS, SOURCES, TRACE, GroupResult, RequestResult, read_jsonl
 
 OUTCOME = "outcome.json"
 REFERENCE_EVAL = "reference-eval"
+
+
+def pytest_folder(variant: str) -> str:
+    """Where the pytest symptom's run in one variant's env leaves its log (and, traced, its lines)."""
+    return f"pytest-{variant}"
 
 
 def reference_worker(variant: str) -> str:
@@ -79,11 +84,26 @@ class WorkerRows:
     results: list[RequestResult] = field(default_factory=list)
     groups: list[GroupResult] = field(default_factory=list)
     lm_eval: list[dict[str, Any]] = field(default_factory=list)
+    trace: dict[str, dict[str, list[int]]] | None = None  # group -> file -> executed lines; None: not traced
+    sources: dict[str, str | None] = field(default_factory=dict)  # traced file -> its text as run
+
+    def finished_groups(self) -> set[str]:
+        return {g.name for g in self.groups if not g.error}
 
 
 def read_rows(folder: Path) -> WorkerRows:
     return WorkerRows([RequestResult.from_dict(r) for r in read_jsonl(folder / RESULTS)],
-                      [GroupResult(**g) for g in read_jsonl(folder / GROUPS)], read_jsonl(folder / LM_EVAL))
+                      [GroupResult(**g) for g in read_jsonl(folder / GROUPS)], read_jsonl(folder / LM_EVAL),
+                      read_json_file(folder / TRACE), read_json_file(folder / SOURCES) or {})
+
+
+def read_json_file(path: Path) -> dict[str, Any] | None:
+    """A JSON object written by a worker or the cache; None when absent or unreadable."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 @dataclass
@@ -98,4 +118,5 @@ class StoredRun:
 def load_stored(runs_dir: Path) -> StoredRun:
     """Everything the grade stage reads, from a run's `runs/` folder."""
     outcome = RunOutcome.load(runs_dir)
-    return StoredRun(outcome, {name: read_rows(runs_dir / name) for name in outcome.workers})
+    folders = [*outcome.workers, *(pytest_folder(v) for v in outcome.pytest)]
+    return StoredRun(outcome, {name: read_rows(runs_dir / name) for name in folders})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import json
 import sys
 import time
@@ -19,8 +20,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from infercheck.errors import InfercheckError
-from infercheck.run.job import (GROUPS, LM_EVAL, RESULTS, STATUS, TRACE, Group, GroupResult, Job, RequestResult,
-                                WorkerInputError)
+from infercheck.run.job import (GROUPS, LM_EVAL, RESULTS, SOURCES, STATUS, TRACE, Group, GroupResult, Job,
+                                RequestResult, WorkerInputError)
 
 EXIT_HANDLED_ERROR = 3
 
@@ -84,17 +85,46 @@ def is_out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError"
 
 
-class Tracer:
-    """coverage.py over the job's `trace` folders, one dynamic context per group; a no-op without."""
+def engine_import_root() -> Path | None:
+    """The folder this interpreter imports the engine package from (an overlay's, a venv's), found
+    without importing it; None where there is no engine (the HF reference)."""
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0]).resolve().parent
 
-    def __init__(self, roots: list[str]) -> None:
+
+class Tracer:
+    """coverage.py over the job's `trace` entries, one dynamic context per group; a no-op without.
+
+    An entry is a source file or a folder; a relative one ("vllm/v1/sample/sampler.py") is found
+    where this interpreter imports the engine from, and the files under that root are reported by
+    their relative path, so the base and the patched run name the same file alike. The text of each
+    traced file (None where this variant lacks it) is saved beside the lines (SOURCES): what the
+    grade stage maps lines to functions and hunks with (docs/design.md, "Code-path evidence")."""
+
+    def __init__(self, entries: list[str]) -> None:
         self.cov = None
-        if roots:
+        self.root = engine_import_root() if entries else None
+        self.paths = [p for p in (self.resolve(e) for e in entries) if p is not None]
+        if self.paths:
             import coverage
 
-            self.cov = coverage.Coverage(data_file=None, include=[f"{Path(r).resolve()}/*" for r in roots],
-                                         branch=False, config_file=False)
+            include = [f"{p}/*" if p.is_dir() else str(p) for p in self.paths]
+            self.cov = coverage.Coverage(data_file=None, include=include, branch=False, config_file=False)
             self.cov.start()
+
+    def resolve(self, entry: str) -> Path | None:
+        path = Path(entry)
+        if path.is_absolute():
+            return path.resolve()
+        return (self.root / path).resolve() if self.root is not None else None
+
+    def name(self, file: str) -> str:
+        path = Path(file).resolve()
+        if self.root is not None and path.is_relative_to(self.root):
+            return str(path.relative_to(self.root))
+        return str(path)
 
     def group(self, name: str) -> None:
         if self.cov is not None:
@@ -109,9 +139,11 @@ class Tracer:
         for file in sorted(data.measured_files()):
             for line, contexts in (data.contexts_by_lineno(file) or {}).items():
                 for context in contexts:
-                    lines.setdefault(context, {}).setdefault(file, []).append(line)
+                    lines.setdefault(context, {}).setdefault(self.name(file), []).append(line)
         traced = {c: {f: sorted(ls) for f, ls in files.items()} for c, files in lines.items()}
         (out / TRACE).write_text(json.dumps(traced))
+        sources = {self.name(str(p)): (p.read_text() if p.is_file() else None) for p in self.paths if not p.is_dir()}
+        (out / SOURCES).write_text(json.dumps(sources))
 
 
 def run_job(job: Job, out: Path) -> None:

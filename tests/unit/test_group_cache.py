@@ -26,6 +26,10 @@ for g in job["groups"]:
     with open(out / "groups.jsonl", "a") as f:
         f.write(json.dumps({{"name": g["name"], "engine_args": {{}}, "num_requests": 1, "prompt_tokens": 1,
                             "output_tokens": 1, "elapsed_s": 0.1, "startup_s": 0.1, "error": error}}) + "\\n")
+if job.get("trace"):  # what the real worker's tracer writes: lines per group, the traced files' text
+    (out / "trace.json").write_text(json.dumps({{g["name"]: {{f: [len(g["name"])] for f in job["trace"]}}
+                                               for g in job["groups"]}}))
+    (out / "sources.json").write_text(json.dumps({{f: "x = 1\\n" for f in job["trace"]}}))
 (out / "status.json").write_text('{{"state": "done"}}')
 """
 
@@ -100,3 +104,23 @@ def test_options_round_trip_with_patch_copies(tmp_path):
     moved = tmp_path / "moved"  # a run folder read elsewhere (a recorded run) finds its own copies
     (tmp_path / "run").rename(moved)
     assert load_options(moved).patch.read_text().startswith("--- a/x.py")
+
+
+def test_a_traced_job_reuses_a_group_with_its_executed_lines_and_keys_on_the_traced_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("INFERCHECK_CACHE", str(tmp_path / "cache"))
+    env = fake_env(tmp_path)
+    traced = lambda *names, files=("vllm/a.py",): Job("vllm", "/models/x", "float32", job(*names).groups,  # noqa: E731
+                                                    trace=list(files))
+    launch_cached(traced("aa"), env, tmp_path / "one", 30)
+    second, reused = launch_cached(traced("aa", "bbb"), env, tmp_path / "two", 30)
+    assert reused == 1 and (tmp_path / "ran.log").read_text().splitlines() == ["aa", "bbb"]
+    trace = json.loads((tmp_path / "two" / "trace.json").read_text())
+    assert trace == {"bbb": {"vllm/a.py": [3]}, "aa": {"vllm/a.py": [2]}}  # the cached group's lines joined
+    assert json.loads((tmp_path / "two" / "sources.json").read_text()) == {"vllm/a.py": "x = 1\n"}
+    # Another traced file set is another entry: the cached rows cannot say what ran in it.
+    _, reused = launch_cached(traced("aa", files=("vllm/b.py",)), env, tmp_path / "three", 30)
+    assert reused == 0
+    # An untraced job's entry holds no lines: a traced job does not take it.
+    launch_cached(job("cc"), env, tmp_path / "four", 30)
+    _, reused = launch_cached(traced("cc"), env, tmp_path / "five", 30)
+    assert reused == 0 and json.loads((tmp_path / "five" / "trace.json").read_text()) == {"cc": {"vllm/a.py": [2]}}

@@ -1,0 +1,107 @@
+"""The code-path check over recorded traces (pure): which checks ran the changed hunks, a change no
+check runs (INCONCLUSIVE), a function base ran and patched never runs (WORKAROUND), the report."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from infercheck.checks.code_path import code_path_check
+from infercheck.names import CheckFlag, Headline, Variant
+from infercheck.payloads import CodePathPayload
+from infercheck.plan import group_checks
+from infercheck.records import ValidationRun
+from infercheck.report.files import write_report
+from infercheck.run.job import Group, Job, LmEvalTask, Request
+from infercheck.verdict import decide
+
+FILE = "vllm/v1/sample/s.py"
+BASE = '''def sample(logits, k):
+    if k:
+        return fast_top_k(logits, k)
+    return logits
+
+
+def fast_top_k(logits, k):
+    return logits[:k - 1]
+
+
+def cuda_only(logits):
+    return logits
+'''
+ROOT_FIX = BASE.replace("logits[:k - 1]", "logits[:k]")
+BYPASS = BASE.replace("        return fast_top_k(logits, k)", "        return sorted(logits)[:k]")
+UNUSED = BASE.replace("def cuda_only(logits):\n    return logits", "def cuda_only(logits):\n    return logits * 1")
+GROUPS = {"g0": ["parity/short", "symptom"], "app:sampler:s": ["app/sampler"]}
+RAN = {Variant.BASE: {"g0", "app:sampler:s"}, Variant.PATCHED: {"g0", "app:sampler:s"}}
+
+
+def check(patched_src: str, patched_lines: dict[str, list[int]], base_lines: dict[str, list[int]] | None = None):
+    base_lines = base_lines or {"g0": [1, 2, 4], "app:sampler:s": [1, 2, 3, 7, 8]}
+    traces = {Variant.BASE: {g: {FILE: ls} for g, ls in base_lines.items()},
+              Variant.PATCHED: {g: {FILE: ls} for g, ls in patched_lines.items()}}
+    sources = {Variant.BASE: {FILE: BASE}, Variant.PATCHED: {FILE: patched_src}}
+    return code_path_check([FILE], GROUPS, traces, sources, RAN)
+
+
+def test_a_root_fix_run_by_a_check_names_the_check_and_raises_nothing():
+    result = check(ROOT_FIX, {"g0": [1, 2, 4], "app:sampler:s": [1, 2, 3, 7, 8]})
+    assert result.flags == [] and result.patched.passed
+    (hunk,) = result.payload.hunks
+    assert hunk.hunk == f"{FILE}:-8,1 +8,1" and hunk.executed_by == ["app/sampler"] and hunk.runs_code
+    assert result.base.detail.functions == [f"{FILE}::fast_top_k", f"{FILE}::sample"]
+
+
+def test_a_change_no_check_runs_is_not_exercised_and_the_verdict_inconclusive():
+    result = check(UNUSED, {"g0": [1, 2, 4], "app:sampler:s": [1, 2, 3, 7, 8]})
+    assert result.flags == [CheckFlag.NOT_EXERCISED]
+    assert "never exercised by any check: vllm/v1/sample/s.py:-12,1 +12,1" in result.payload.not_exercised
+    verdict = decide([result], [], has_symptom=True)
+    assert verdict.headline == Headline.INCONCLUSIVE and "never exercised" in verdict.flags[0].message
+
+
+def test_a_fast_path_base_ran_and_patched_never_calls_is_a_workaround_naming_function_and_checks():
+    result = check(BYPASS, {"g0": [1, 2, 4], "app:sampler:s": [1, 2, 3]})
+    assert result.flags == [CheckFlag.WORKAROUND]
+    assert [(b.function, b.checks) for b in result.payload.bypassed] == [("fast_top_k", ["app/sampler"])]
+    verdict = decide([result], [], has_symptom=True)
+    assert verdict.headline == Headline.WORKAROUND and "s.py::fast_top_k (base: app/sampler)" in verdict.flags[0].message
+
+
+def test_a_group_that_did_not_finish_on_patched_judges_no_bypass():
+    traces_missing = check(BYPASS, {"g0": [1, 2, 4]})
+    assert [b.function for b in traces_missing.payload.bypassed] == ["fast_top_k"]  # ran, executed nothing there
+    ran = {Variant.BASE: RAN[Variant.BASE], Variant.PATCHED: {"g0"}}
+    result = code_path_check([FILE], GROUPS, {Variant.BASE: {"app:sampler:s": {FILE: [1, 2, 3, 7, 8]}},
+                                              Variant.PATCHED: {"g0": {FILE: [1, 2, 4]}}},
+                             {Variant.BASE: {FILE: BASE}, Variant.PATCHED: {FILE: BYPASS}}, ran)
+    assert result.payload.bypassed == []
+
+
+def test_nothing_to_trace_or_a_run_recorded_before_tracing_gives_no_check():
+    assert code_path_check([], GROUPS, {}, {}, RAN) is None
+    assert code_path_check([FILE], GROUPS, {Variant.BASE: None, Variant.PATCHED: None}, {}, RAN) is None
+    one_missing = code_path_check([FILE], GROUPS, {Variant.BASE: {}, Variant.PATCHED: None}, {}, RAN)
+    assert one_missing.flags == [] and "no executed lines recorded for patched" in one_missing.patched.detail.note
+
+
+def test_group_checks_name_the_checks_each_engine_group_serves():
+    job = Job("vllm", "m", "float32", [
+        Group("g0", {}, [Request("symptom#p0", "1+1="), Request("parity/short#p1", "2+2=")],
+              [LmEvalTask("addition", "accuracy/addition", "tasks", ["acc"])]),
+        Group("app:sampler:s", {}, [Request("app/sampler#s/k0", "x")])])
+    assert group_checks(job) == {"g0": ["accuracy/addition", "parity/short", "symptom"],
+                                 "app:sampler:s": ["app/sampler"]}
+
+
+def test_the_report_lists_each_hunk_with_its_checks_and_the_bypassed_functions(tmp_path):
+    fixture = Path(__file__).parent.parent / "data" / "report" / "symptom_only.json"
+    run = ValidationRun.from_dict(json.loads(fixture.read_text()))
+    result = check(BYPASS, {"g0": [1, 2, 4], "app:sampler:s": [1, 2, 3]})
+    run = dataclasses.replace(run, checks=[*run.checks, result])
+    files = write_report(run, tmp_path / "run")
+    html = files["html"].read_text() if "html" in files else (tmp_path / "run" / "index.html").read_text()
+    assert 'id="code-path"' in html and f"{FILE}:-3,1 +3,1" in html and "fast_top_k" in html
+    again = ValidationRun.from_dict(json.loads((tmp_path / "run" / "results.json").read_text()))
+    assert isinstance(again.checks[-1].payload, CodePathPayload) and again.checks[-1].payload.bypassed
