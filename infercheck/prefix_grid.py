@@ -21,7 +21,9 @@ bound, not the exact count: a sliding-window hit needs KV that an earlier reques
 prefix computed, so more than the ideal is false sharing as on full attention; but vLLM 0.32.0
 keeps only the blocks a later request can resume from (sparse retention, `reachable_block_mask`)
 and frees out-of-window blocks while a request runs, so fewer is expected there (lost reuse that
-counts as workaround evidence only where base matched). Eviction runs on full attention only.
+counts as workaround evidence only where base matched). Eviction runs on a full-attention model only
+(the pool a sliding window frees and retains differently is not the one the ideal cache replays);
+on a sliding-window run model the run's own sets are upper bounds too.
 """
 
 from __future__ import annotations
@@ -110,13 +112,13 @@ UNCACHED = "uncached"  # the set every cached request is paired with: the same p
 
 @dataclass(frozen=True)
 class CacheSet:
-    """One cached engine of the oracle: its set name, block size and pool (None: never full)."""
+    """One cached engine of the oracle: its set name, block size, pool (None: never full) and model."""
 
     name: str
     block_size: int
     num_blocks: int | None = None
-    window: int | None = None  # the sliding window of the variant it runs on; None: the run's model
-    window_model: str | None = None  # the bundled sliding-window model that variant edits
+    model: str | None = None  # a bundled model it runs on; None: the run's model
+    window: int | None = None  # that model with its sliding window set to this (a config-only variant)
 
     @property
     def twin_prefix(self) -> str:
@@ -126,13 +128,17 @@ class CacheSet:
     @property
     def twin_set(self) -> str:
         """The uncached set its requests are paired with (one per model: the same model, no caching)."""
-        return uncached_set(self.window)
+        if self.model is None:
+            return UNCACHED
+        return f"{UNCACHED}-w{self.window}" if self.window is not None else f"{UNCACHED}-{self.model}"
 
     def folder(self) -> str | None:
-        """The model folder it runs on: the window variant's (built into the cache), None for the run's."""
-        if self.window is None or self.window_model is None:
+        """The model folder it runs on (a window variant is built into the cache); None: the run's."""
+        if self.model is None:
             return None
-        variant = ConfigVariant(f"window-{self.window}", self.window_model, {"sliding_window": self.window})
+        if self.window is None:
+            return str(zoo.model_dir(self.model))
+        variant = ConfigVariant(f"window-{self.window}", self.model, {"sliding_window": self.window})
         return str(variant_folder(variant, zoo.model_dir(variant.model)))
 
     def engine_args(self) -> dict[str, Any]:
@@ -146,20 +152,22 @@ class CacheSet:
         return sequence(self.block_size) if self.num_blocks is None else eviction_sequence(self.block_size)
 
 
-def uncached_set(window: int | None) -> str:
-    return UNCACHED if window is None else f"{UNCACHED}-w{window}"
+def bundled(name: Any, what: str) -> str:
+    if name not in zoo.SPECS:
+        raise InfercheckError(f"prefix-cache oracle: {what} must be a bundled model, one of {', '.join(zoo.SPECS)}")
+    return str(name)
 
 
 def cache_sets(workload: dict[str, Any]) -> list[CacheSet]:
     """The oracle's cached engines: one per block size on the run's model, the small cache
-    (`eviction`), and one per block size on each `sliding_windows` variant."""
+    (`eviction`, on the full-attention model it names: the ideal replays full attention's pool), and
+    one per block size on each `sliding_windows` variant of `window_model`."""
     blocks = [int(b) for b in workload.get("block_sizes") or (32, 64)]
     out = [CacheSet(f"b{b}", b) for b in blocks]
     if ev := workload.get("eviction"):
-        out.append(CacheSet(f"evict-b{int(ev['block_size'])}", int(ev["block_size"]), int(ev["num_blocks"])))
-    windows = [int(w) for w in workload.get("sliding_windows") or ()]
-    model = workload.get("window_model")
-    if windows and model not in zoo.SPECS:
-        raise InfercheckError(f"prefix-cache oracle: `sliding_windows` needs `window_model`, one of {', '.join(zoo.SPECS)}")
-    out += [CacheSet(f"w{w}-b{b}", b, window=w, window_model=model) for w in windows for b in blocks]
+        out.append(CacheSet(f"evict-b{int(ev['block_size'])}", int(ev["block_size"]), int(ev["num_blocks"]),
+                            bundled(ev.get("model"), "eviction's `model`")))
+    if windows := [int(w) for w in workload.get("sliding_windows") or ()]:
+        model = bundled(workload.get("window_model"), "`window_model`")
+        out += [CacheSet(f"w{w}-b{b}", b, model=model, window=w) for w in windows for b in blocks]
     return out

@@ -52,9 +52,12 @@ def sampling_groups() -> tuple[list[Group], Group]:
 
 
 def prefix_cache_groups() -> tuple[list[Group], Group]:
+    """The cached engines, each on its own model (the sliding-window variants' too), beside the
+    run model's uncached set."""
     sets = app_sets(load_apps()["prefix-cache"], ModelFacts.of(zoo.model_dir(MODEL)))
     (uncached,) = [s for s in sets if s.name == UNCACHED]
-    groups = [Group(f"oracle:{s.name}", s.engine_args, s.requests) for s in sets if s.name != UNCACHED]
+    groups = [Group(f"oracle:{s.name}", s.engine_args, s.requests, model=s.model) for s in sets
+              if not s.name.startswith(UNCACHED)]
     return groups, Group("baseline", uncached.engine_args, uncached.requests)
 
 
@@ -98,9 +101,10 @@ def reached(trace: dict[str, dict[str, list[int]]], root: Path) -> set[str]:
     out = set()
     for file, ls in oracle.items():
         only = ls - greedy.get(file, set())
-        if only:
-            rel = "vllm/" + str(Path(file).resolve().relative_to(root.resolve()))
-            out |= {f"{rel}::{name}" for name in functions_at(Path(file).read_text(), only)}
+        if only:  # the tracer names engine files by their path under the import root ("vllm/...")
+            path = Path(file) if Path(file).is_absolute() else root.parent / file
+            rel = "vllm/" + str(path.resolve().relative_to(root.resolve()))
+            out |= {f"{rel}::{name}" for name in functions_at(path.read_text(), only)}
     return out
 
 
@@ -121,7 +125,8 @@ EXPECTED_FILES = {
     "sampling": ("vllm/v1/sample/sampler.py", "vllm/v1/sample/ops/topk_topp_sampler.py",
                  "vllm/v1/sample/ops/penalties.py", "vllm/v1/sample/ops/bad_words.py",
                  "vllm/v1/sample/logits_processor/builtin.py", "vllm/model_executor/layers/utils.py"),
-    "prefix-cache": ("vllm/v1/core/block_pool.py", "vllm/v1/core/kv_cache_utils.py"),
+    "prefix-cache": ("vllm/v1/core/block_pool.py", "vllm/v1/core/kv_cache_utils.py",
+                     "vllm/v1/core/single_type_kv_cache_manager.py"),
     "positions": ("vllm/model_executor/layers/rotary_embedding/yarn_scaling_rope.py",
                   "vllm/model_executor/layers/rotary_embedding/llama3_rope.py",
                   "vllm/model_executor/layers/rotary_embedding/phi3_long_rope_scaled_rope.py",

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from infercheck import prefix_grid
 from infercheck.apps import app_sets, load_apps
+from infercheck.models import zoo
 from infercheck.checks.app_check import app_check
 from infercheck.checks.prefix_cache import Served, compare_prefix_cache, ideal_cached_tokens, lost_reuse_sign
 from infercheck.checks.signals import Runtime
@@ -93,11 +94,11 @@ def test_the_workload_sends_each_cached_request_alone_with_its_salt_and_an_uncac
     sets = {s.name: s for s in app_sets(load_apps()["prefix-cache"])}
     windows = ("w32", "w100", "w1000")
     cached = ("b32", "b64", "evict-b32", *(f"{w}-b{b}" for w in windows for b in (32, 64)))
-    assert set(sets) == {*cached, "uncached", *(f"uncached-{w}" for w in windows)}
+    assert set(sets) == {*cached, "uncached", "uncached-tiny-llama-add", *(f"uncached-{w}" for w in windows)}
     for name in cached:
         waves = [r.wave for r in sets[name].requests]
         assert waves == sorted(set(waves)) and sets[name].engine_args["enable_prefix_caching"] is True
-    for name in ("uncached", *(f"uncached-{w}" for w in windows)):
+    for name in ("uncached", "uncached-tiny-llama-add", *(f"uncached-{w}" for w in windows)):
         assert sets[name].engine_args["enable_prefix_caching"] is False
     # The window sets and their twins run on the sliding-window model with the window edited.
     assert sets["b32"].model is None and sets["uncached"].model is None
@@ -112,4 +113,8 @@ def test_the_workload_sends_each_cached_request_alone_with_its_salt_and_an_uncac
     assert [r.id.rsplit("/", 1)[1].split("-", 1)[1] for r in salted] == ["salted", "salted-again", "salted-prefix",
                                                                          "other-salt"]
     twins = {r.id.rsplit("/", 1)[1] for r in sets["uncached"].requests}
-    assert all(f"{name}-{r.id.rsplit('/', 1)[1]}" in twins for name in ("b32", "evict-b32") for r in sets[name].requests)
+    assert all(f"b32-{r.id.rsplit('/', 1)[1]}" in twins for r in sets["b32"].requests)
+    # The small cache runs on the full-attention model, whatever the run's model, beside its own twins.
+    evict_twins = {r.id.rsplit("/", 1)[1] for r in sets["uncached-tiny-llama-add"].requests}
+    assert sets["evict-b32"].model == sets["uncached-tiny-llama-add"].model == str(zoo.model_dir("tiny-llama-add"))
+    assert evict_twins == {f"evict-b32-{r.id.rsplit('/', 1)[1]}" for r in sets["evict-b32"].requests}
