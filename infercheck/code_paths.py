@@ -136,3 +136,68 @@ def bypassed_functions(file: str, base_source: str, patched_source: str, base_ru
             if name in still_there and name not in on_patched:
                 by_function.setdefault(name, []).append(check)
     return [Bypass(file, name, tuple(sorted(checks))) for name, checks in sorted(by_function.items())]
+
+
+@dataclass(frozen=True)
+class BlockBypass:
+    """A branch of a touched file (the body of an if/else, a loop, a handler, ...) that the patch
+    left unchanged, that checks ran on base, and that no check runs on patched."""
+
+    file: str
+    function: str  # the function holding it ("" at module level)
+    base_line: int  # its first statement, in the base file
+    base_end: int  # its last line, in the base file
+    patched_line: int  # its first statement, in the patched file
+    checks: tuple[str, ...]
+
+
+def _blocks(tree: ast.AST) -> list[list[ast.stmt]]:
+    """The statement lists that run only when a branch is taken: bodies of compound statements other
+    than function and class definitions (whose bodies are the functions themselves)."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                out.append(block)
+        for handler in getattr(node, "handlers", None) or []:
+            out.append(handler.body)
+        for case in getattr(node, "cases", None) or []:
+            out.append(case.body)
+    return out
+
+
+def unchanged_line_map(base_source: str, patched_source: str) -> dict[int, int]:
+    """Base line -> patched line, for the lines the patch did not change."""
+    matcher = difflib.SequenceMatcher(None, base_source.splitlines(), patched_source.splitlines(), autojunk=False)
+    return {i1 + 1 + k: j1 + 1 + k for tag, i1, i2, j1, _ in matcher.get_opcodes() if tag == "equal"
+            for k in range(i2 - i1)}
+
+
+def bypassed_blocks(file: str, base_source: str, patched_source: str, base_runs: dict[str, set[int]],
+                    patched_runs: dict[str, set[int]]) -> list[BlockBypass]:
+    """Branches the patch left as they were that a check ran on base and no check runs on patched
+    (a call routed around inside a function that still runs: `if generators: return other(...)`
+    placed before the seeded path). Only checks that ran on both sides are read."""
+    if not base_source or not patched_source:
+        return []
+    try:
+        tree = ast.parse(base_source)
+    except SyntaxError:
+        return []
+    same = unchanged_line_map(base_source, patched_source)
+    on_patched = set().union(*patched_runs.values()) if patched_runs else set()
+    out = []
+    for block in _blocks(tree):
+        first, last = block[0].lineno, max(s.end_lineno or s.lineno for s in block)
+        if any(line not in same for line in range(first, last + 1)) or same[first] in on_patched:
+            continue
+        checks = tuple(sorted(c for c, lines in base_runs.items() if c in patched_runs and first in lines))
+        if checks:
+            holder = functions_at(base_source, [first])
+            out.append(BlockBypass(file, next(iter(holder), ""), first, last, same[first], checks))
+    outermost = [b for b in out if not any(a is not b and a.base_line <= b.base_line and b.base_end <= a.base_end
+                                           for a in out)]
+    return sorted(outermost, key=lambda b: b.base_line)

@@ -223,6 +223,15 @@ class BypassEvidence:
 
 
 @dataclass
+class BranchEvidence:
+    file: str
+    function: str  # the function holding the branch ("" at module level)
+    base_line: int  # its first statement in the base file
+    patched_line: int  # the same statement in the patched file
+    checks: list[str] = field(default_factory=list)  # the checks that ran it on base
+
+
+@dataclass
 class CodePathDetail(Detail):
     functions: list[str] = field(default_factory=list)  # "file::function" this variant ran in the touched files
     note: str = ""
@@ -233,6 +242,7 @@ class CodePathPayload(Payload):
     files: list[str] = field(default_factory=list)  # the traced files (the patch's Python files)
     hunks: list[HunkEvidence] = field(default_factory=list)
     bypassed: list[BypassEvidence] = field(default_factory=list)
+    bypassed_branches: list[BranchEvidence] = field(default_factory=list)  # outside the bypassed functions
     not_exercised: str | None = None  # why the change counts as never exercised
     workaround: str | None = None
 

@@ -9,14 +9,17 @@ one CheckResult out.
   the verdict cannot be RESOLVED (INCONCLUSIVE).
 - *Bypassed path*: a function that still exists on patched, that a check ran on base and that no
   check runs on patched, is WORKAROUND evidence: the patch routes around it, whatever the outputs
-  and the timing show (a bypassed fast path costs nothing measurable on a tiny model).
+  and the timing show (a bypassed fast path costs nothing measurable on a tiny model). So is a
+  branch the patch left unchanged (the body of an if/else, a loop, a handler) that a check ran on
+  base and no check runs on patched, outside the bypassed functions: the route-around placed
+  inside a function that still runs.
 """
 
 from __future__ import annotations
 
-from infercheck.code_paths import bypassed_functions, changed_hunks, functions_at, hunk_executed
+from infercheck.code_paths import bypassed_blocks, bypassed_functions, changed_hunks, functions_at, hunk_executed
 from infercheck.names import ENGINE_VARIANTS, CheckFlag, CheckKind, Variant
-from infercheck.payloads import BypassEvidence, CodePathDetail, CodePathPayload, HunkEvidence
+from infercheck.payloads import BranchEvidence, BypassEvidence, CodePathDetail, CodePathPayload, HunkEvidence
 from infercheck.records import CheckResult, Observation
 
 NAME = "code-path/touched-files"
@@ -57,7 +60,7 @@ def code_path_check(files: list[str], group_checks: dict[str, list[str]], traces
                            obs[Variant.PATCHED], None, [], CodePathPayload(list(files)), [], why)
     runs = {v: runs_by_check(traces[v] or {}, group_checks, ran[v]) for v in ENGINE_VARIANTS}
     text = {v: {f: sources.get(v, {}).get(f) or "" for f in files} for v in ENGINE_VARIANTS}
-    hunks, bypassed = [], []
+    hunks, bypassed, branches = [], [], []
     for file in files:
         base_src, patched_src = text[Variant.BASE][file], text[Variant.PATCHED][file]
         checks = sorted(set(runs[Variant.BASE]) | set(runs[Variant.PATCHED]))
@@ -68,15 +71,24 @@ def code_path_check(files: list[str], group_checks: dict[str, list[str]], traces
             hunks.append(HunkEvidence(hunk.name, hunk_executed(hunk, base_src, patched_src, set(), set()) is not None,
                                       by))
         per_check = {v: {c: r.get(file, set()) for c, r in runs[v].items()} for v in ENGINE_VARIANTS}
-        bypassed += [BypassEvidence(b.file, b.function, list(b.checks))
+        functions = [BypassEvidence(b.file, b.function, list(b.checks))
                      for b in bypassed_functions(file, base_src, patched_src, per_check[Variant.BASE],
                                                  per_check[Variant.PATCHED])]
+        gone = {b.function for b in functions}
+        bypassed += functions
+        branches += [BranchEvidence(b.file, b.function, b.base_line, b.patched_line, list(b.checks))
+                     for b in bypassed_blocks(file, base_src, patched_src, per_check[Variant.BASE],
+                                              per_check[Variant.PATCHED])
+                     if not any(b.function == g or b.function.startswith(f"{g}.") for g in gone)]
     code = [h for h in hunks if h.runs_code]
     executed = [h for h in code if h.executed_by]
     not_exercised = (f"the change is never exercised by any check: {', '.join(h.hunk for h in code[:MAX_LISTED])}"
                      if code and not executed else None)
-    workaround = ("functions of the touched files that checks ran on base and no check runs on patched: " + "; ".join(
-        f"{b.file}::{b.function} (base: {', '.join(b.checks[:3])})" for b in bypassed[:MAX_LISTED])) if bypassed else None
+    signs = [f"function {b.file}::{b.function} (base: {', '.join(b.checks[:3])})" for b in bypassed] + [
+        f"branch {b.file}:{b.base_line} in {b.function or 'module'} (base: {', '.join(b.checks[:3])})"
+        for b in branches]
+    workaround = ("code of the touched files that checks ran on base and no check runs on patched: "
+                  + "; ".join(signs[:MAX_LISTED])) if signs else None
     flags = [flag for flag, on in ((CheckFlag.NOT_EXERCISED, not_exercised), (CheckFlag.WORKAROUND, workaround)) if on]
     functions = {v: sorted(f"{file}::{name}" for file in files
                            for name in functions_at(text[v][file], set().union(*(r.get(file, set())
@@ -87,4 +99,4 @@ def code_path_check(files: list[str], group_checks: dict[str, list[str]], traces
     patched = Observation(Variant.PATCHED, float(len(executed)), not flags, None, len(code),
                           CodePathDetail(functions[Variant.PATCHED]))
     return CheckResult(NAME, CheckKind.CODE_PATH, "hunks executed", criterion, False, base, patched, None, flags,
-                       CodePathPayload(list(files), hunks, bypassed, not_exercised, workaround), [], why)
+                       CodePathPayload(list(files), hunks, bypassed, branches, not_exercised, workaround), [], why)

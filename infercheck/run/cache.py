@@ -91,6 +91,8 @@ def store_group(rows: dict[str, dict[str, list[dict]]], group: str, entry: Path,
     summary = rows.get(GROUPS, {}).get(group)
     if not summary or summary[0].get("error"):  # failures are not cached: a rerun may tell more
         return
+    if traced_in is not None and not (traced_in / TRACE).is_file():
+        return  # a traced worker killed before it saved its lines: its groups cannot say what ran
     entry.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".tmp-"))
     for name in ROW_FILES:

@@ -105,3 +105,30 @@ def test_the_report_lists_each_hunk_with_its_checks_and_the_bypassed_functions(t
     assert 'id="code-path"' in html and f"{FILE}:-3,1 +3,1" in html and "fast_top_k" in html
     again = ValidationRun.from_dict(json.loads((tmp_path / "run" / "results.json").read_text()))
     assert isinstance(again.checks[-1].payload, CodePathPayload) and again.checks[-1].payload.bypassed
+
+
+SEEDED = '''def forward(logits, generators):
+    seeds = draw(len(logits))
+    for i, gen in generators.items():
+        seeds[i] = gen.draw()
+    return sample(logits, seeds)
+'''
+# The route-around placed inside a function that still runs: seeded batches leave before the seeded path.
+SEEDED_ELSEWHERE = SEEDED.replace("    seeds = draw(len(logits))\n",
+                                  "    if generators:\n        return native(logits, generators)\n"
+                                  "    seeds = draw(len(logits))\n")
+
+
+def test_a_branch_base_ran_that_patched_never_takes_is_a_workaround_naming_its_line():
+    traces = {Variant.BASE: {"app:sampler:s": {FILE: [1, 2, 3, 4, 5]}, "g0": {FILE: [1, 2, 3, 5]}},
+              Variant.PATCHED: {"app:sampler:s": {FILE: [1, 2, 3]}, "g0": {FILE: [1, 2, 4, 5, 7]}}}
+    sources = {Variant.BASE: {FILE: SEEDED}, Variant.PATCHED: {FILE: SEEDED_ELSEWHERE}}
+    result = code_path_check([FILE], GROUPS, traces, sources, RAN)
+    assert result.flags == [CheckFlag.WORKAROUND] and result.payload.bypassed == []
+    (branch,) = result.payload.bypassed_branches
+    assert (branch.function, branch.base_line, branch.patched_line, branch.checks) == ("forward", 4, 6, ["app/sampler"])
+    assert f"branch {FILE}:4 in forward (base: app/sampler)" in result.payload.workaround
+    # The same branch still taken by some check on patched: nothing bypassed.
+    traces[Variant.PATCHED]["g0"][FILE].append(6)
+    again = code_path_check([FILE], GROUPS, traces, sources, RAN)
+    assert again.flags == [] and again.payload.bypassed_branches == []
