@@ -31,6 +31,38 @@ def function_spans(source: str) -> list[tuple[int, int, str]]:
     return spans
 
 
+def body_spans(source: str) -> list[tuple[int, int, str]]:
+    """(first body line, last line, qualified name) of every function, outermost first: the lines
+    that run only when the function is called (its `def` line and decorators run at import)."""
+    spans: list[tuple[int, int, str]] = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = f"{prefix}{child.name}"
+                spans.append((child.body[0].lineno, child.end_lineno or child.lineno, name))
+                visit(child, f"{name}.")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(source), "")
+    return spans
+
+
+def functions_run(source: str, lines: Iterable[int]) -> set[str]:
+    """The functions a run executed: the innermost function whose body holds each line (a `def`
+    line run at import, or a decorator, calls nothing)."""
+    spans = body_spans(source)
+    out = set()
+    for line in lines:
+        holding = [s for s in spans if s[0] <= line <= s[1]]
+        if holding:
+            out.add(max(holding, key=lambda s: s[0])[2])
+    return out
+
+
 def functions_at(source: str, lines: Iterable[int]) -> set[str]:
     """The innermost function holding each line; lines at module or class level count for none."""
     spans = function_spans(source)
@@ -126,13 +158,13 @@ def bypassed_functions(file: str, base_source: str, patched_source: str, base_ru
     "Code-path evidence"). A function the patch removes or renames is a rewrite, not a bypass; a
     check that did not run on patched (missing from patched_runs) is not judged."""
     still_there = {name for _, _, name in function_spans(patched_source)} if patched_source else set()
-    on_patched = set().union(*(functions_at(patched_source, lines) for lines in patched_runs.values())) \
+    on_patched = set().union(*(functions_run(patched_source, lines) for lines in patched_runs.values())) \
         if patched_source else set()
     by_function: dict[str, list[str]] = {}
     for check, lines in base_runs.items():
         if check not in patched_runs:
             continue
-        for name in functions_at(base_source, lines):
+        for name in functions_run(base_source, lines):
             if name in still_there and name not in on_patched:
                 by_function.setdefault(name, []).append(check)
     return [Bypass(file, name, tuple(sorted(checks))) for name, checks in sorted(by_function.items())]

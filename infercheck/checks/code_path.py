@@ -17,7 +17,7 @@ one CheckResult out.
 
 from __future__ import annotations
 
-from infercheck.code_paths import bypassed_blocks, bypassed_functions, changed_hunks, functions_at, hunk_executed
+from infercheck.code_paths import bypassed_blocks, bypassed_functions, changed_hunks, functions_run, hunk_executed
 from infercheck.names import ENGINE_VARIANTS, CheckFlag, CheckKind, Variant
 from infercheck.payloads import BranchEvidence, BypassEvidence, CodePathDetail, CodePathPayload, HunkEvidence
 from infercheck.records import CheckResult, Observation
@@ -91,7 +91,7 @@ def code_path_check(files: list[str], group_checks: dict[str, list[str]], traces
                   + "; ".join(signs[:MAX_LISTED])) if signs else None
     flags = [flag for flag, on in ((CheckFlag.NOT_EXERCISED, not_exercised), (CheckFlag.WORKAROUND, workaround)) if on]
     functions = {v: sorted(f"{file}::{name}" for file in files
-                           for name in functions_at(text[v][file], set().union(*(r.get(file, set())
+                           for name in functions_run(text[v][file], set().union(*(r.get(file, set())
                                                                                   for r in runs[v].values()))))
                  for v in ENGINE_VARIANTS}
     base = Observation(Variant.BASE, float(len(functions[Variant.BASE])), True, None, None,

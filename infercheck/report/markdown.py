@@ -6,7 +6,8 @@ import re
 
 from infercheck.names import CheckFlag, Variant
 from infercheck.records import ValidationRun
-from infercheck.report.view import answers, app_views, expected_matches, fmt_seconds, observation_cell, static_views
+from infercheck.report.view import (answers, app_views, code_path_views, expected_matches, fmt_seconds,
+                                    observation_cell, static_views)
 
 MARKED_FLAGS = (CheckFlag.REGRESSED, CheckFlag.WORKAROUND)  # shown as COLLATERAL / WORKAROUND markers
 STATUS_WORD = {"good": "ok", "warn": "check", "bad": "problem", "na": "n/a"}
@@ -55,6 +56,20 @@ def _static_line(run: ValidationRun) -> list[str]:
     return out
 
 
+def _code_path_line(run: ValidationRun) -> list[str]:
+    """Changed hunks run by some check, and what base ran that patched never runs; nothing when not traced."""
+    out = []
+    for cp in code_path_views(run):
+        code = [h for h in cp.payload.hunks if h.runs_code]
+        text = f"{sum(1 for h in code if h.executed_by)} of {len(code)} changed hunk(s) executed by a check"
+        bypassed = [f"`{b.file}::{b.function}`" for b in cp.payload.bypassed] + [
+            f"`{b.file}:{b.base_line}`" for b in cp.payload.bypassed_branches]
+        if bypassed:
+            text += "; run on base, never on patched: " + ", ".join(bypassed[:3])
+        out += ["", f"Code paths: {_cell(text)}"]
+    return out
+
+
 def render_summary(run: ValidationRun) -> str:
     v = run.verdict
     head = f"### infercheck: **{v.headline}**, {_cell(run.patch.name)}"
@@ -70,6 +85,6 @@ def render_summary(run: ValidationRun) -> str:
         lines += ["", "| check | kind | base | patched | reference | flags |", "|---|---|---|---|---|---|"]
         lines += [f"| {_cell(c.name)} | {c.kind} | " + " | ".join(_cell(observation_cell(c, x)) for x in Variant)
                   + f" | {_cell(', '.join(c.flags)) or '—'} |" for c in run.checks]
-    lines += _apps_table(run) + _static_line(run)
+    lines += _apps_table(run) + _static_line(run) + _code_path_line(run)
     lines += ["", "Reproduce:", "", _code_block(run.command), ""]
     return "\n".join(lines)

@@ -100,8 +100,8 @@ def test_the_report_lists_each_hunk_with_its_checks_and_the_bypassed_functions(t
     run = ValidationRun.from_dict(json.loads(fixture.read_text()))
     result = check(BYPASS, {"g0": [1, 2, 4], "app:sampler:s": [1, 2, 3]})
     run = dataclasses.replace(run, checks=[*run.checks, result])
-    files = write_report(run, tmp_path / "run")
-    html = files["html"].read_text() if "html" in files else (tmp_path / "run" / "index.html").read_text()
+    write_report(run, tmp_path / "run")
+    html = (tmp_path / "run" / "index.html").read_text()
     assert 'id="code-path"' in html and f"{FILE}:-3,1 +3,1" in html and "fast_top_k" in html
     again = ValidationRun.from_dict(json.loads((tmp_path / "run" / "results.json").read_text()))
     assert isinstance(again.checks[-1].payload, CodePathPayload) and again.checks[-1].payload.bypassed
@@ -132,3 +132,13 @@ def test_a_branch_base_ran_that_patched_never_takes_is_a_workaround_naming_its_l
     traces[Variant.PATCHED]["g0"][FILE].append(6)
     again = code_path_check([FILE], GROUPS, traces, sources, RAN)
     assert again.flags == [] and again.payload.bypassed_branches == []
+
+
+def test_the_summary_counts_the_executed_hunks_and_names_what_was_bypassed(tmp_path):
+    fixture = Path(__file__).parent.parent / "data" / "report" / "symptom_only.json"
+    run = ValidationRun.from_dict(json.loads(fixture.read_text()))
+    run = dataclasses.replace(run, checks=[*run.checks, check(BYPASS, {"g0": [1, 2, 4], "app:sampler:s": [1, 2, 3]})])
+    write_report(run, tmp_path / "run")
+    summary = (tmp_path / "run" / "summary.md").read_text()
+    assert f"Code paths: 1 of 1 changed hunk(s) executed by a check; run on base, never on patched: `{FILE}::fast_top_k`" \
+        in summary

@@ -1,4 +1,5 @@
-from infercheck.code_paths import (Bypass, bypassed_functions, changed_hunks, function_spans, functions_at, hunk_executed,
+from infercheck.code_paths import (Bypass, body_spans, bypassed_functions, changed_hunks, function_spans, functions_at,
+                                   functions_run, hunk_executed,
                                    statement_lines)
 
 SOURCE = '''import x
@@ -81,8 +82,16 @@ def test_a_function_base_ran_and_patched_never_runs_is_bypassed_a_removed_one_is
     assert bypassed_functions("vllm/s.py", BASE, patched, base_runs, patched_runs) == [
         Bypass("vllm/s.py", "fast_top_k", ("app/sampler",))]
     # Still run by some check on patched: not bypassed.
-    assert bypassed_functions("vllm/s.py", BASE, BASE, base_runs, {"app/sampler": {1}, "parity": {10}}) == []
+    assert bypassed_functions("vllm/s.py", BASE, BASE, base_runs, {"app/sampler": {3}, "parity": {10}}) == []
     # Removed by the patch (a rewrite): not bypassed; a check with no patched run is not judged.
     removed = patched.replace("def fast_top_k(logits, k):\n    return logits[:k]\n", "")
     assert bypassed_functions("vllm/s.py", BASE, removed, base_runs, patched_runs) == []
     assert bypassed_functions("vllm/s.py", BASE, patched, base_runs, {"parity": {1, 3, 5}}) == []
+
+
+def test_a_function_ran_when_its_body_ran_not_when_its_def_line_ran_at_import():
+    assert [s[2] for s in body_spans(SOURCE)] == ["top", "Sampler.forward", "Sampler.forward.inner"]
+    assert functions_run(SOURCE, [3, 9, 10]) == set()  # def lines and a decorator: import time
+    assert functions_run(SOURCE, [4]) == {"top"}
+    assert functions_run(SOURCE, [11, 13]) == {"Sampler.forward"}  # defining inner is forward's work
+    assert functions_run(SOURCE, [12]) == {"Sampler.forward.inner"}
