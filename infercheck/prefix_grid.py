@@ -20,8 +20,8 @@ window over several blocks, a window longer than every prompt. There the ideal c
 bound, not the exact count: a sliding-window hit needs KV that an earlier request of the same
 prefix computed, so more than the ideal is false sharing as on full attention; but vLLM 0.32.0
 keeps only the blocks a later request can resume from (sparse retention, `reachable_block_mask`)
-and frees out-of-window blocks while a request runs, so fewer is expected there (lost reuse that
-counts as workaround evidence only where base matched). Eviction runs on a full-attention model only
+and frees out-of-window blocks while a request runs, so fewer is expected there (reported as below
+the bound, never as lost reuse). Eviction runs on a full-attention model only
 (the pool a sliding window frees and retains differently is not the one the ideal cache replays);
 on a sliding-window run model the run's own sets are upper bounds too.
 """

@@ -118,3 +118,19 @@ def test_the_workload_sends_each_cached_request_alone_with_its_salt_and_an_uncac
     evict_twins = {r.id.rsplit("/", 1)[1] for r in sets["uncached-tiny-llama-add"].requests}
     assert sets["evict-b32"].model == sets["uncached-tiny-llama-add"].model == str(zoo.model_dir("tiny-llama-add"))
     assert evict_twins == {f"evict-b32-{r.id.rsplit('/', 1)[1]}" for r in sets["evict-b32"].requests}
+
+
+def test_on_a_sliding_window_set_the_ideal_is_an_upper_bound_fewer_is_not_lost_reuse():
+    sets = [prefix_grid.CacheSet("w32-b2", 2, model="tiny-sliding", window=32)]
+    prompts = [[1, 2, 3, 4, 5], [1, 2, 3, 4, 6], [1, 2, 7]]
+
+    def rows(cached):
+        out = [result("w32-b2", f"r{i}", p, c, [9, 9], i) for i, (p, c) in enumerate(zip(prompts, cached))]
+        return out + [result("uncached-w32", f"w32-b2-r{i}", p, 0, [9, 9], 0) for i, p in enumerate(prompts)]
+
+    fewer = compare_prefix_cache(rows([0, 2, 0]), sets, 1e-3)
+    assert fewer.passed and fewer.detail["lost_reuse"] == {} and fewer.detail["below_bound"] == {"w32-b2/r1": 2,
+                                                                                                   "w32-b2/r2": 2}
+    assert lost_reuse_sign(compare_prefix_cache(rows([0, 4, 2]), sets, 1e-3), fewer) is None
+    more = compare_prefix_cache(rows([0, 4, 4]), sets, 1e-3)  # more than the bound is still false sharing
+    assert not more.passed and more.detail["failing_cells"] == ["w32-b2/r2"]
