@@ -6,73 +6,62 @@ from __future__ import annotations
 
 import ast
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def _spans(source: str, first_line: Callable[[FunctionNode], int]) -> list[tuple[int, int, str]]:
+    """(first_line(function), last line, qualified name) of every function and method, outermost first."""
+    spans: list[tuple[int, int, str]] = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = f"{prefix}{child.name}"
+                spans.append((first_line(child), child.end_lineno or child.lineno, name))
+                visit(child, f"{name}.")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(source), "")
+    return spans
 
 
 def function_spans(source: str) -> list[tuple[int, int, str]]:
     """(first line, last line, qualified name) of every function and method, outermost first;
     a decorated function starts at its first decorator."""
-    spans: list[tuple[int, int, str]] = []
-
-    def visit(node: ast.AST, prefix: str) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                name = f"{prefix}{child.name}"
-                start = min([child.lineno, *(d.lineno for d in child.decorator_list)])
-                spans.append((start, child.end_lineno or child.lineno, name))
-                visit(child, f"{name}.")
-            elif isinstance(child, ast.ClassDef):
-                visit(child, f"{prefix}{child.name}.")
-            else:
-                visit(child, prefix)
-
-    visit(ast.parse(source), "")
-    return spans
+    return _spans(source, lambda f: min([f.lineno, *(d.lineno for d in f.decorator_list)]))
 
 
 def body_spans(source: str) -> list[tuple[int, int, str]]:
     """(first body line, last line, qualified name) of every function, outermost first: the lines
     that run only when the function is called (its `def` line and decorators run at import)."""
-    spans: list[tuple[int, int, str]] = []
+    return _spans(source, lambda f: f.body[0].lineno)
 
-    def visit(node: ast.AST, prefix: str) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                name = f"{prefix}{child.name}"
-                spans.append((child.body[0].lineno, child.end_lineno or child.lineno, name))
-                visit(child, f"{name}.")
-            elif isinstance(child, ast.ClassDef):
-                visit(child, f"{prefix}{child.name}.")
-            else:
-                visit(child, prefix)
 
-    visit(ast.parse(source), "")
-    return spans
+def _innermost(spans: list[tuple[int, int, str]], lines: Iterable[int]) -> set[str]:
+    out = set()
+    for line in lines:
+        holding = [s for s in spans if s[0] <= line <= s[1]]
+        if holding:
+            out.add(max(holding, key=lambda s: s[0])[2])
+    return out
 
 
 def functions_run(source: str, lines: Iterable[int]) -> set[str]:
     """The functions a run executed: the innermost function whose body holds each line (a `def`
     line run at import, or a decorator, calls nothing)."""
-    spans = body_spans(source)
-    out = set()
-    for line in lines:
-        holding = [s for s in spans if s[0] <= line <= s[1]]
-        if holding:
-            out.add(max(holding, key=lambda s: s[0])[2])
-    return out
+    return _innermost(body_spans(source), lines)
 
 
 def functions_at(source: str, lines: Iterable[int]) -> set[str]:
     """The innermost function holding each line; lines at module or class level count for none."""
-    spans = function_spans(source)
-    out = set()
-    for line in lines:
-        holding = [s for s in spans if s[0] <= line <= s[1]]
-        if holding:
-            out.add(max(holding, key=lambda s: s[0])[2])
-    return out
-
+    return _innermost(function_spans(source), lines)
 
 @dataclass(frozen=True)
 class Hunk:
