@@ -131,9 +131,16 @@ class Tracer:
             self.cov.switch_context(name)
 
     def save(self, out: Path) -> None:
+        """The last write, measurement stopped."""
+        if self.cov is not None:
+            self.cov.stop()
+            self.checkpoint(out)
+
+    def checkpoint(self, out: Path) -> None:
+        """Write what was recorded so far (after each group): a worker killed later still leaves
+        the lines of the groups it finished, which a resumed run reuses."""
         if self.cov is None:
             return
-        self.cov.stop()
         data = self.cov.get_data()
         lines: dict[str, dict[str, list[int]]] = {}
         for file in sorted(data.measured_files()):
@@ -141,9 +148,11 @@ class Tracer:
                 for context in contexts:
                     lines.setdefault(context, {}).setdefault(self.name(file), []).append(line)
         traced = {c: {f: sorted(ls) for f, ls in files.items()} for c, files in lines.items()}
-        (out / TRACE).write_text(json.dumps(traced))
         sources = {self.name(str(p)): (p.read_text() if p.is_file() else None) for p in self.paths if not p.is_dir()}
-        (out / SOURCES).write_text(json.dumps(sources))
+        for name, data in ((SOURCES, sources), (TRACE, traced)):  # sources first: a trace implies them
+            tmp = out / f".{name}.tmp"
+            tmp.write_text(json.dumps(data))
+            tmp.replace(out / name)
 
 
 def run_job(job: Job, out: Path) -> None:
@@ -174,6 +183,7 @@ def run_groups(job: Job, out: Path, tracer: Tracer) -> None:
 
             summary = run_isolated(backend, job, group, emit, emit_samples) if group.isolated \
                 else backend.run_group(job, group, emit, emit_samples)
+            tracer.checkpoint(out)  # before the group's row: a finished group always has its lines
             groups.write(json.dumps(asdict(summary)) + "\n")
             groups.flush()
 
