@@ -119,13 +119,23 @@ def _is_string_statement(node: ast.stmt) -> bool:
     return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
 
 
+def hunk_statements(hunk: Hunk, base_source: str, patched_source: str) -> tuple[set[int], set[int]]:
+    """(removed, added): the statement lines of the hunk in the base file and in the patched file."""
+    return (statement_lines(base_source, hunk.base_start, hunk.base_end),
+            statement_lines(patched_source, hunk.patched_start, hunk.patched_end))
+
+
 def hunk_executed(hunk: Hunk, base_source: str, patched_source: str, base_lines: set[int],
                   patched_lines: set[int]) -> bool | None:
     """Whether a check ran the hunk: one of its added statements ran on patched, or one of its
     removed statements ran on base (a deletion is exercised where base ran what it deleted).
     None: the hunk holds no statement on either side (comments, blank lines, docstrings)."""
-    added = statement_lines(patched_source, hunk.patched_start, hunk.patched_end)
-    removed = statement_lines(base_source, hunk.base_start, hunk.base_end)
+    return statements_executed(*hunk_statements(hunk, base_source, patched_source), base_lines, patched_lines)
+
+
+def statements_executed(removed: set[int], added: set[int], base_lines: set[int],
+                        patched_lines: set[int]) -> bool | None:
+    """hunk_executed over a hunk's statement lines (hunk_statements), for reading many runs of one hunk."""
     if not added and not removed:
         return None
     return bool(added & patched_lines) or bool(removed & base_lines)
@@ -147,13 +157,14 @@ def bypassed_functions(file: str, base_source: str, patched_source: str, base_ru
     "Code-path evidence"). A function the patch removes or renames is a rewrite, not a bypass; a
     check that did not run on patched (missing from patched_runs) is not judged."""
     still_there = {name for _, _, name in function_spans(patched_source)} if patched_source else set()
-    on_patched = set().union(*(functions_run(patched_source, lines) for lines in patched_runs.values())) \
-        if patched_source else set()
+    on_patched = _innermost(body_spans(patched_source), set().union(*patched_runs.values())) \
+        if patched_source and patched_runs else set()
+    base_spans = body_spans(base_source) if base_source else []
     by_function: dict[str, list[str]] = {}
     for check, lines in base_runs.items():
         if check not in patched_runs:
             continue
-        for name in functions_run(base_source, lines):
+        for name in _innermost(base_spans, lines):
             if name in still_there and name not in on_patched:
                 by_function.setdefault(name, []).append(check)
     return [Bypass(file, name, tuple(sorted(checks))) for name, checks in sorted(by_function.items())]
@@ -210,6 +221,7 @@ def bypassed_blocks(file: str, base_source: str, patched_source: str, base_runs:
         return []
     same = unchanged_line_map(base_source, patched_source)
     on_patched = set().union(*patched_runs.values()) if patched_runs else set()
+    spans = function_spans(base_source)
     out = []
     for block in _blocks(tree):
         first, last = block[0].lineno, max(s.end_lineno or s.lineno for s in block)
@@ -217,7 +229,7 @@ def bypassed_blocks(file: str, base_source: str, patched_source: str, base_runs:
             continue
         checks = tuple(sorted(c for c, lines in base_runs.items() if c in patched_runs and first in lines))
         if checks:
-            holder = functions_at(base_source, [first])
+            holder = _innermost(spans, [first])
             out.append(BlockBypass(file, next(iter(holder), ""), first, last, same[first], checks))
     outermost = [b for b in out if not any(a is not b and a.base_line <= b.base_line and b.base_end <= a.base_end
                                            for a in out)]

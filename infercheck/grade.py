@@ -125,6 +125,8 @@ def grade(plan: Plan, stored: StoredRun, settings: Settings, patch_text: str) ->
 
 def traced_code_path(plan: Plan, stored: StoredRun) -> CheckResult | None:
     """The code-path check over what the engine groups and the pytest symptom's runs recorded."""
+    if not plan.trace:
+        return None
     groups = {**group_checks(engine_job(plan)), PYTEST_GROUP: [SYMPTOM_CHECK]}
     traces, sources, ran = {}, {}, {}
     for v in ENGINE_VARIANTS:

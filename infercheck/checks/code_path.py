@@ -17,7 +17,8 @@ one CheckResult out.
 
 from __future__ import annotations
 
-from infercheck.code_paths import bypassed_blocks, bypassed_functions, changed_hunks, functions_run, hunk_executed
+from infercheck.code_paths import (bypassed_blocks, bypassed_functions, changed_hunks, functions_run, hunk_statements,
+                                   statements_executed)
 from infercheck.names import ENGINE_VARIANTS, CheckFlag, CheckKind, Variant
 from infercheck.payloads import BranchEvidence, BypassEvidence, CodePathDetail, CodePathPayload, HunkEvidence
 from infercheck.records import CheckResult, Observation
@@ -61,16 +62,15 @@ def code_path_check(files: list[str], group_checks: dict[str, list[str]], traces
     runs = {v: runs_by_check(traces[v] or {}, group_checks, ran[v]) for v in ENGINE_VARIANTS}
     text = {v: {f: sources.get(v, {}).get(f) or "" for f in files} for v in ENGINE_VARIANTS}
     hunks, bypassed, branches = [], [], []
+    checks = sorted(set(runs[Variant.BASE]) | set(runs[Variant.PATCHED]))
     for file in files:
         base_src, patched_src = text[Variant.BASE][file], text[Variant.PATCHED][file]
-        checks = sorted(set(runs[Variant.BASE]) | set(runs[Variant.PATCHED]))
-        for hunk in changed_hunks(file, base_src, patched_src):
-            by = [c for c in checks
-                  if hunk_executed(hunk, base_src, patched_src, runs[Variant.BASE].get(c, {}).get(file, set()),
-                                   runs[Variant.PATCHED].get(c, {}).get(file, set()))]
-            hunks.append(HunkEvidence(hunk.name, hunk_executed(hunk, base_src, patched_src, set(), set()) is not None,
-                                      by))
         per_check = {v: {c: r.get(file, set()) for c, r in runs[v].items()} for v in ENGINE_VARIANTS}
+        for hunk in changed_hunks(file, base_src, patched_src):
+            removed, added = hunk_statements(hunk, base_src, patched_src)
+            by = [c for c in checks if statements_executed(removed, added, per_check[Variant.BASE].get(c, set()),
+                                                           per_check[Variant.PATCHED].get(c, set()))]
+            hunks.append(HunkEvidence(hunk.name, bool(removed or added), by))
         functions = [BypassEvidence(b.file, b.function, list(b.checks))
                      for b in bypassed_functions(file, base_src, patched_src, per_check[Variant.BASE],
                                                  per_check[Variant.PATCHED])]

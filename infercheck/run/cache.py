@@ -23,6 +23,7 @@ from infercheck.paths import DATA_DIR, SUITES_DIR, cache_dir
 from infercheck.run.job import GROUPS, LM_EVAL, RESULTS, SOURCES, STATUS, TRACE, Group, Job, read_jsonl
 from infercheck.errors import InfercheckError
 from infercheck.run.launcher import WorkerRun, classify, launch, stop_orphan
+from infercheck.run.store import read_json_file
 
 RUN_DIR = Path(__file__).resolve().parent
 # The code a worker subprocess runs: what its rows depend on (the harness-side modules of run/ do not).
@@ -76,14 +77,6 @@ def entry_files(job: Job) -> tuple[str, ...]:
     return (*ROW_FILES, TRACE, SOURCES) if job.trace else ROW_FILES
 
 
-def read_json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def store_group(rows: dict[str, dict[str, list[dict]]], group: str, entry: Path, traced_in: Path | None = None) -> None:
     """Copy one finished group's rows (rows_by_group of its run folder) into its cache entry,
     atomically; for a traced job (traced_in: its run folder) the group's executed lines and the
@@ -98,24 +91,28 @@ def store_group(rows: dict[str, dict[str, list[dict]]], group: str, entry: Path,
     for name in ROW_FILES:
         (tmp / name).write_text("".join(json.dumps(r) + "\n" for r in rows.get(name, {}).get(group, [])))
     if traced_in is not None:
-        (tmp / TRACE).write_text(json.dumps(read_json(traced_in / TRACE).get(group, {})))
-        (tmp / SOURCES).write_text(json.dumps(read_json(traced_in / SOURCES)))
+        (tmp / TRACE).write_text(json.dumps((read_json_file(traced_in / TRACE) or {}).get(group, {})))
+        (tmp / SOURCES).write_text(json.dumps(read_json_file(traced_in / SOURCES) or {}))
     try:
         os.replace(tmp, entry)
     except OSError:  # another run stored the same entry first
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def append_group(entry: Path, out_dir: Path, group: str, traced: bool) -> None:
+def append_group(entry: Path, out_dir: Path) -> None:
     for name in ROW_FILES:
         with (out_dir / name).open("a") as rows:
             rows.write((entry / name).read_text())
-    if traced:
-        lines = read_json(out_dir / TRACE)
-        lines[group] = read_json(entry / TRACE)
-        (out_dir / TRACE).write_text(json.dumps(lines))
-        if not (out_dir / SOURCES).is_file():
-            shutil.copyfile(entry / SOURCES, out_dir / SOURCES)
+
+
+def join_traces(entries: dict[str, Path], out_dir: Path) -> None:
+    """Add the cached groups' (group name -> entry) executed lines to the run folder's, in one write;
+    the sources come from any entry when the worker did not run."""
+    lines = read_json_file(out_dir / TRACE) or {}
+    lines.update({group: read_json_file(entry / TRACE) or {} for group, entry in entries.items()})
+    (out_dir / TRACE).write_text(json.dumps(lines))
+    if entries and not (out_dir / SOURCES).is_file():
+        shutil.copyfile(next(iter(entries.values())) / SOURCES, out_dir / SOURCES)
 
 
 def engine_record(env: EngineEnv) -> dict[str, str]:
@@ -168,7 +165,9 @@ def launch_cached(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float,
         (out_dir / STATUS).write_text(json.dumps({"state": "done", "reused": True}))
         run = classify(env.name, out_dir, 0, 0.0, timeout_s)
     for group in cached:
-        append_group(entries[group.name], out_dir, group.name, bool(job.trace))
+        append_group(entries[group.name], out_dir)
+    if job.trace:
+        join_traces({g.name: entries[g.name] for g in cached}, out_dir)
     (out_dir / "job.json").write_text(job.to_json())
     if cached:
         (out_dir / "reused-from").write_text("".join(f"{g.name} {entries[g.name]}\n" for g in cached))

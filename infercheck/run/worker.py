@@ -113,6 +113,8 @@ class Tracer:
             include = [f"{p}/*" if p.is_dir() else str(p) for p in self.paths]
             self.cov = coverage.Coverage(data_file=None, include=include, branch=False, config_file=False)
             self.cov.start()
+        self.sources = {self.name(str(p)): (p.read_text() if p.is_file() else None) for p in self.paths
+                        if not p.is_dir()}
 
     def resolve(self, entry: str) -> Path | None:
         path = Path(entry)
@@ -148,8 +150,7 @@ class Tracer:
                 for context in contexts:
                     lines.setdefault(context, {}).setdefault(self.name(file), []).append(line)
         traced = {c: {f: sorted(ls) for f, ls in files.items()} for c, files in lines.items()}
-        sources = {self.name(str(p)): (p.read_text() if p.is_file() else None) for p in self.paths if not p.is_dir()}
-        for name, data in ((SOURCES, sources), (TRACE, traced)):  # sources first: a trace implies them
+        for name, data in ((SOURCES, self.sources), (TRACE, traced)):  # sources first: a trace implies them
             tmp = out / f".{name}.tmp"
             tmp.write_text(json.dumps(data))
             tmp.replace(out / name)
