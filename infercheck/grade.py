@@ -127,7 +127,8 @@ def traced_code_path(plan: Plan, stored: StoredRun) -> CheckResult | None:
     """The code-path check over what the engine groups and the pytest symptom's runs recorded."""
     if not plan.trace:
         return None
-    groups = {**group_checks(engine_job(plan)), PYTEST_GROUP: [SYMPTOM_CHECK]}
+    ran_job = stored.of(Variant.BASE).job  # what the workers ran: the plan rebuilt later lacks its staged lm-eval tasks
+    groups = {**group_checks(ran_job or engine_job(plan)), PYTEST_GROUP: [SYMPTOM_CHECK]}
     traces, sources, ran = {}, {}, {}
     for v in ENGINE_VARIANTS:
         engine, pytest = stored.of(v), stored.of(pytest_folder(v))

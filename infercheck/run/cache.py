@@ -20,7 +20,7 @@ from pathlib import Path
 
 from infercheck.build.engine_env import EngineEnv
 from infercheck.paths import DATA_DIR, SUITES_DIR, cache_dir
-from infercheck.run.job import GROUPS, LM_EVAL, RESULTS, SOURCES, STATUS, TRACE, Group, Job, read_jsonl
+from infercheck.run.job import GROUPS, JOB_FILE, LM_EVAL, RESULTS, SOURCES, STATUS, TRACE, Group, Job, read_jsonl
 from infercheck.errors import InfercheckError
 from infercheck.run.launcher import WorkerRun, classify, launch, stop_orphan
 from infercheck.run.store import read_json_file
@@ -128,7 +128,7 @@ def harvest(out_dir: Path, job: Job, entries: dict[str, Path], env: EngineEnv) -
     per the job file it left), so a resumed run does not redo them."""
     stop_orphan(out_dir)  # a worker of the killed run must not write while rows are read
     try:
-        previous = Job.load(out_dir / "job.json")
+        previous = Job.load(out_dir / JOB_FILE)
         engine = json.loads((out_dir / ENGINE).read_text())
     except (InfercheckError, OSError, ValueError):
         return
@@ -168,7 +168,7 @@ def launch_cached(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float,
         append_group(entries[group.name], out_dir)
     if job.trace:
         join_traces({g.name: entries[g.name] for g in cached}, out_dir)
-    (out_dir / "job.json").write_text(job.to_json())
+    (out_dir / JOB_FILE).write_text(job.to_json())
     if cached:
         (out_dir / "reused-from").write_text("".join(f"{g.name} {entries[g.name]}\n" for g in cached))
     return run, len(cached)

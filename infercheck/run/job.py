@@ -178,6 +178,7 @@ RESULTS = "results.jsonl"
 LM_EVAL = "lm_eval.jsonl"
 GROUPS = "groups.jsonl"
 STATUS = "status.json"
+JOB_FILE = "job.json"  # the job a worker folder ran (the cache rewrites it with every group, reused ones too)
 TRACE = "trace.json"  # {group name: {file: [executed line numbers]}}, for a job with `trace`
 SOURCES = "sources.json"  # {file: its text as this variant ran it, or null}, for a job that traces files
 PYTEST_GROUP = "pytest"  # the trace context of a traced pytest symptom run (run/traced_pytest.py)

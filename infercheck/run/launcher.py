@@ -21,8 +21,8 @@ from infercheck.device import detect_device
 from infercheck.paths import REPO_ROOT, cache_dir
 from infercheck.run.sandbox import Containment, limit_resources, plan_containment, private_environ, wrap_command
 from infercheck.errors import WorkerError
-from infercheck.run.job import (GROUPS, LM_EVAL, RESULTS, STATUS, STDERR, STDOUT, GroupResult, Job, RequestResult,
-                                read_jsonl)
+from infercheck.run.job import (GROUPS, JOB_FILE, LM_EVAL, RESULTS, STATUS, STDERR, STDOUT, GroupResult, Job,
+                                RequestResult, read_jsonl)
 
 DEFAULT_TIMEOUT_S = 900.0
 CONTAINMENT = "containment.json"  # what the worker was held to (infercheck.run.sandbox)
@@ -71,7 +71,7 @@ def launch(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float = DEFAULT_T
     out_dir.mkdir(parents=True, exist_ok=True)
     for stale in (RESULTS, GROUPS, LM_EVAL, STATUS):
         (out_dir / stale).unlink(missing_ok=True)
-    job_path = out_dir / "job.json"
+    job_path = out_dir / JOB_FILE
     job_path.write_text(job.to_json())
     containment = containment_for(job, timeout_s)
     (out_dir / CONTAINMENT).write_text(json.dumps(containment.as_record()))

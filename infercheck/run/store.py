@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from infercheck.errors import InfercheckError
-from infercheck.run.job import GROUPS, LM_EVAL, RESULTS, SOURCES, TRACE, GroupResult, RequestResult, read_jsonl
+from infercheck.run.job import (GROUPS, JOB_FILE, LM_EVAL, RESULTS, SOURCES, TRACE, GroupResult, Job, RequestResult,
+                                read_jsonl)
 
 OUTCOME = "outcome.json"
 REFERENCE_EVAL = "reference-eval"
@@ -86,6 +87,7 @@ class WorkerRows:
     lm_eval: list[dict[str, Any]] = field(default_factory=list)
     trace: dict[str, dict[str, list[int]]] | None = None  # group -> file -> executed lines; None: not traced
     sources: dict[str, str | None] = field(default_factory=dict)  # traced file -> its text as run
+    job: Job | None = None  # the job the worker ran (job.json), None where none was written
 
     def finished_groups(self) -> set[str]:
         return {g.name for g in self.groups if not g.error}
@@ -94,7 +96,14 @@ class WorkerRows:
 def read_rows(folder: Path) -> WorkerRows:
     return WorkerRows([RequestResult.from_dict(r) for r in read_jsonl(folder / RESULTS)],
                       [GroupResult(**g) for g in read_jsonl(folder / GROUPS)], read_jsonl(folder / LM_EVAL),
-                      read_json_file(folder / TRACE), read_json_file(folder / SOURCES) or {})
+                      read_json_file(folder / TRACE), read_json_file(folder / SOURCES) or {}, read_job(folder))
+
+
+def read_job(folder: Path) -> Job | None:
+    try:
+        return Job.load(folder / JOB_FILE) if (folder / JOB_FILE).is_file() else None
+    except (InfercheckError, KeyError, TypeError, ValueError):
+        return None
 
 
 def read_json_file(path: Path) -> dict[str, Any] | None:

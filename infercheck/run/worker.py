@@ -105,6 +105,8 @@ class Tracer:
 
     def __init__(self, entries: list[str]) -> None:
         self.cov = None
+        self.context = ""  # coverage's context before the first group: import-time lines
+        self.recorded: dict[str, dict[str, list[int]]] = {}  # context -> file -> lines, as last written
         self.root = engine_import_root() if entries else None
         self.paths = [p for p in (self.resolve(e) for e in entries) if p is not None]
         if self.paths:
@@ -131,28 +133,41 @@ class Tracer:
     def group(self, name: str) -> None:
         if self.cov is not None:
             self.cov.switch_context(name)
+            self.context = name
 
     def save(self, out: Path) -> None:
-        """The last write, measurement stopped."""
+        """The last write, measurement stopped: every context read again (a line a background thread
+        ran after its group's checkpoint is kept)."""
         if self.cov is not None:
             self.cov.stop()
-            self.checkpoint(out)
+            self.recorded = {}
+            self.checkpoint(out, every_context=True)
 
-    def checkpoint(self, out: Path) -> None:
+    def checkpoint(self, out: Path, every_context: bool = False) -> None:
         """Write what was recorded so far (after each group): a worker killed later still leaves
-        the lines of the groups it finished, which a resumed run reuses."""
+        the lines of the groups it finished, which a resumed run reuses. Only the current group's
+        context is read here, so a checkpoint costs one group's lines, not the whole run's so far
+        (over the whole engine package, re-reading every context after every group is quadratic)."""
         if self.cov is None:
             return
         data = self.cov.get_data()
-        lines: dict[str, dict[str, list[int]]] = {}
-        for file in sorted(data.measured_files()):
-            for line, contexts in (data.contexts_by_lineno(file) or {}).items():
-                for context in contexts:
-                    lines.setdefault(context, {}).setdefault(self.name(file), []).append(line)
-        traced = {c: {f: sorted(ls) for f, ls in files.items()} for c, files in lines.items()}
-        for name, data in ((SOURCES, self.sources), (TRACE, traced)):  # sources first: a trace implies them
+        if every_context:
+            contexts = sorted(data.measured_contexts())
+        else:
+            contexts = [self.context]
+        for context in contexts:
+            data.set_query_context(context)
+            files = {}
+            for file in sorted(data.measured_files()):
+                lines = data.lines(file)
+                if lines:
+                    files[self.name(file)] = sorted(lines)
+            if files:
+                self.recorded[context] = files
+        data.set_query_contexts(None)
+        for name, payload in ((SOURCES, self.sources), (TRACE, self.recorded)):  # sources first: a trace implies them
             tmp = out / f".{name}.tmp"
-            tmp.write_text(json.dumps(data))
+            tmp.write_text(json.dumps(payload))
             tmp.replace(out / name)
 
 

@@ -142,3 +142,24 @@ def test_the_summary_counts_the_executed_hunks_and_names_what_was_bypassed(tmp_p
     summary = (tmp_path / "run" / "summary.md").read_text()
     assert f"Code paths: 1 of 1 changed hunk(s) executed by a check; run on base, never on patched: `{FILE}::fast_top_k`" \
         in summary
+
+
+def test_grade_names_the_checks_of_the_job_that_ran_not_of_a_rebuilt_plan():
+    """A plan rebuilt for regrade has no staged lm-eval tasks; the stored job.json has them, so the
+    accuracy suites that ran a bypassed function are named on the first grade and on every regrade."""
+    from infercheck.grade import traced_code_path
+    from infercheck.plan import Plan
+    from infercheck.run.job import GroupResult
+    from infercheck.run.store import RunOutcome, StoredRun, WorkerRows
+
+    task = LmEvalTask("addition", "accuracy/zero-shot", "/tasks")
+    job = Job("vllm", "m", "float32", [Group("g0", {}, [Request("parity/short#p0", "1+1=")], lm_eval=[task])],
+              trace=[FILE])
+    done = [GroupResult("g0", {}, 1, 1, 1, 0.1, 0.1)]
+    rows = {Variant.BASE: WorkerRows([], done, [], {"g0": {FILE: [2, 3, 8]}}, {FILE: BASE}, job),
+            Variant.PATCHED: WorkerRows([], done, [], {"g0": {FILE: [2, 3]}}, {FILE: BYPASS}, job)}
+    plan = Plan("m", "m", "float32", [], None, [], [], trace=[FILE])  # as rebuilt: no tasks, no workloads
+    result = traced_code_path(plan, StoredRun(RunOutcome(), {str(v): r for v, r in rows.items()}))
+    assert result is not None and CheckFlag.WORKAROUND in result.flags
+    assert result.payload.bypassed[0].function == "fast_top_k"
+    assert result.payload.bypassed[0].checks == ["accuracy/zero-shot", "parity/short"]
