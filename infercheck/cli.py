@@ -83,6 +83,14 @@ def build_parser() -> argparse.ArgumentParser:
     nb = sub.add_parser("neighbours", help="the applications and suites a patch puts at risk, and why")
     nb.add_argument("patch", type=Path)
 
+    cm = sub.add_parser("codemap", help="record which engine functions each app and oracle runs (the code map "
+                                         "the neighbour selection reads)")
+    cm.add_argument("action", choices=["build"], help="build: run every app and oracle once on the clean engine, "
+                                                      "coverage over the whole engine package")
+    cm.add_argument("--out", type=Path, help="map file (default suites/codemap/<engine>-<version>.json)")
+    cm.add_argument("--work", type=Path, help="the worker's folder (default <cache>/codemap-run)")
+    cm.add_argument("--timeout", type=float, default=3600.0, help="worker timeout in seconds")
+
     rep = sub.add_parser("report", help="re-render a report folder from its stored results (no engine)")
     rep.add_argument("folder", type=Path)
 
@@ -114,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         "run": commands.cmd_run, "parity": commands.cmd_parity, "demo": commands.cmd_demo,
         "validate": commands.cmd_validate, "report": commands.cmd_report, "neighbours": commands.cmd_neighbours,
         "bench": commands.cmd_bench, "regrade": commands.cmd_regrade,
+        "codemap": commands.cmd_codemap,
     }
     started = time.time()
     try:

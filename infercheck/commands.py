@@ -239,6 +239,17 @@ def cmd_neighbours(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_codemap(args: argparse.Namespace) -> int:
+    """Record the code map of the installed engine (infercheck/codemap_run.py)."""
+    from infercheck.codemap_run import build_codemap
+
+    work = args.work or cache_dir() / "codemap-run"
+    codemap, path = build_codemap(work, args.timeout, progress, args.out)
+    sizes = ", ".join(f"{app} {len(f)}" for app, f in sorted(codemap.reach.items()))
+    print(f"{path}: {codemap.engine}; baseline {len(codemap.baseline)} functions; reach: {sizes}")
+    return 0
+
+
 DEMO_CASE = PATCHES_DIR / "rotary-half-precision-cache"
 
 
