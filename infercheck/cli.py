@@ -90,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     cm.add_argument("--out", type=Path, help="map file (default suites/codemap/<engine>-<version>.json)")
     cm.add_argument("--work", type=Path, help="the worker's folder (default <cache>/codemap-run)")
     cm.add_argument("--timeout", type=float, default=3600.0, help="worker timeout in seconds")
+    cm.add_argument("--reuse", action="store_true", help="record from a finished run of the same job in --work "
+                                                         "instead of running it again")
 
     rep = sub.add_parser("report", help="re-render a report folder from its stored results (no engine)")
     rep.add_argument("folder", type=Path)

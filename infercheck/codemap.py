@@ -4,8 +4,8 @@
 as suites/codemap/<engine>-<version>.json; read by the neighbour selection, which adds every app
 that runs a function the patch changes to the glob map's choice.
 
-An app's *reach* is the set of functions its groups execute that the baseline (the smoke parity
-suite: plain greedy generation on the default model) does not. A change to a function the baseline
+An app's *reach* is the set of functions holding a line its groups execute that the baseline (the
+smoke parity suite: plain greedy generation on the default model) does not. A change to a function the baseline
 runs is on every request's path: the parity and accuracy suites of every validate execute it, and
 the glob map names the apps whose area it is; a change to a function only some apps reach selects
 exactly those apps. Everything here is pure over stored data except load/save.
@@ -31,9 +31,10 @@ OLD_HEADER = re.compile(r"^--- (?:a/)?(\S+)")
 
 @dataclass(frozen=True)
 class CodeMap:
-    """engine: "vllm 0.32.0"; baseline: the functions plain generation runs; reach: app or oracle
-    name -> the functions it runs beyond the baseline; definitions: name -> the digest of its suite
-    file when the map was recorded (a map older than an app's definition is stale for that app)."""
+    """engine: "vllm 0.32.0"; baseline: the functions plain generation runs (counted in the stored
+    map, not listed: thousands); reach: app or oracle name -> the functions it runs beyond the
+    common path; definitions: name -> the digest of its suite file when the map was recorded (a map
+    older than an app's definition is stale for that app)."""
 
     engine: str
     baseline: frozenset[str]
@@ -51,7 +52,7 @@ class CodeMap:
         return sorted(name for name, digest in digests.items() if self.definitions.get(name) != digest)
 
     def to_json(self) -> str:
-        return json.dumps({"engine": self.engine, "baseline": sorted(self.baseline),
+        return json.dumps({"engine": self.engine, "baseline_functions": len(self.baseline),
                            "definitions": dict(sorted(self.definitions.items())),
                            "reach": {app: sorted(f) for app, f in sorted(self.reach.items())}}, indent=1) + "\n"
 
@@ -59,7 +60,7 @@ class CodeMap:
     def from_json(cls, text: str, label: str) -> CodeMap:
         try:
             data = json.loads(text)
-            return cls(str(data["engine"]), frozenset(data["baseline"]),
+            return cls(str(data["engine"]), frozenset(),
                        {app: frozenset(f) for app, f in data["reach"].items()}, dict(data.get("definitions") or {}))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise InfercheckError(f"code map {label} is not a code map ({type(exc).__name__}: {exc}); "
@@ -81,30 +82,46 @@ def definition_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
-def functions_by_check(trace: dict[str, dict[str, list[int]]], group_checks: dict[str, list[str]],
-                       sources: dict[str, str]) -> dict[str, set[str]]:
-    """Check name -> "file::function" of every function its groups executed. trace: a worker's
-    group -> file -> lines; sources: file -> its text (files without text are skipped)."""
-    lines: dict[str, dict[str, set[int]]] = {}
+Lines = dict[str, dict[str, set[int]]]  # check -> file -> executed lines
+
+
+def lines_by_check(trace: dict[str, dict[str, list[int]]], group_checks: dict[str, list[str]]) -> Lines:
+    """Check name -> file -> the lines its groups executed (trace: a worker's group -> file -> lines)."""
+    out: Lines = {}
     for group, checks in group_checks.items():
         for check in checks:
             for file, executed in trace.get(group, {}).items():
-                lines.setdefault(check, {}).setdefault(file, set()).update(executed)
-    return {check: {f"{file}::{name}" for file, executed in files.items() if file in sources
-                    for name in functions_at(sources[file], executed)}
-            for check, files in lines.items()}
+                out.setdefault(check, {}).setdefault(file, set()).update(executed)
+    return out
 
 
-def record_codemap(engine: str, by_check: dict[str, set[str]], baseline_checks: list[str],
+def record_codemap(engine: str, lines: Lines, sources: dict[str, str], baseline_checks: list[str],
                    app_checks: dict[str, str], definitions: dict[str, str]) -> CodeMap:
-    """The map from what each check executed: baseline_checks are the plain-generation checks;
-    app_checks maps each app's check name ("app/x", "oracle/y") to the app's name."""
-    missing = [c for c in baseline_checks if c not in by_check]
+    """The map from what each check executed. An app reaches the functions holding a line it ran
+    that neither the baseline nor every app ran (each app's engine starts after another's shut
+    down; the baseline's is the worker's first): lines, not whole functions, because every engine start runs much of
+    the engine once (vLLM warms the sampler up with penalties and logprobs on), so the functions a
+    feature uses are mostly "run" by plain generation too, on other branches. baseline_checks: the
+    plain-generation checks; app_checks: each app's check name ("app/x", "oracle/y") -> its name;
+    sources: file -> its text (files without text are skipped)."""
+    missing = [c for c in baseline_checks if c not in lines]
     if missing:
         raise InfercheckError(f"the code-map run recorded nothing for its baseline ({', '.join(missing)})")
-    baseline = frozenset().union(*(by_check[c] for c in baseline_checks))
-    reach = {app: frozenset(by_check.get(check, set()) - baseline) for check, app in app_checks.items()}
-    return CodeMap(engine, baseline, reach, definitions)
+    base: dict[str, set[int]] = {}
+    for check in baseline_checks:
+        for file, executed in lines[check].items():
+            base.setdefault(file, set()).update(executed)
+    ran = [lines.get(check, {}) for check in app_checks]
+    for file in set().union(*ran) if ran else set():  # what every app runs is the common path too (the
+        every = set.intersection(*(r.get(file, set()) for r in ran))  # shutdown of the engine before it)
+        base.setdefault(file, set()).update(every)
+
+    def functions(files: dict[str, set[int]], minus: dict[str, set[int]]) -> frozenset[str]:
+        return frozenset(f"{file}::{name}" for file, executed in files.items() if file in sources
+                         for name in functions_at(sources[file], executed - minus.get(file, set())))
+
+    reach = {app: functions(lines.get(check, {}), base) for check, app in app_checks.items()}
+    return CodeMap(engine, functions(base, {}), reach, definitions)
 
 
 def changed_lines(patch_text: str) -> dict[str, set[int]]:

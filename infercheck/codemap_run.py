@@ -15,15 +15,15 @@ from pathlib import Path
 from infercheck.apps import FOLDERS, load_apps
 from infercheck.build.engine_env import installed_env
 from infercheck.build.tree import find_installed_engine
-from infercheck.codemap import CodeMap, codemap_path, definition_digest, functions_by_check, record_codemap
+from infercheck.codemap import CodeMap, codemap_path, definition_digest, lines_by_check, record_codemap
 from infercheck.console import Progress
 from infercheck.device import detect_device
 from infercheck.errors import InfercheckError
 from infercheck.models import zoo
 from infercheck.paths import SUITES_DIR
 from infercheck.plan import engine_job, group_checks, make_plan
-from infercheck.run.job import TRACE
-from infercheck.run.launcher import launch
+from infercheck.run.job import JOB_FILE, TRACE, Job
+from infercheck.run.launcher import classify, launch
 from infercheck.specs import App
 from infercheck.suites import select_suites
 
@@ -46,7 +46,9 @@ def engine_sources(package_dir: Path, files: set[str]) -> dict[str, str]:
     return out
 
 
-def build_codemap(work_dir: Path, timeout_s: float, progress: Progress, out: Path | None = None) -> tuple[CodeMap, Path]:
+def build_codemap(work_dir: Path, timeout_s: float, progress: Progress, out: Path | None = None,
+                  reuse: bool = False) -> tuple[CodeMap, Path]:
+    """Run (or, with reuse, read a finished run of the same job in work_dir) and record the map."""
     engine = find_installed_engine()
     apps = load_apps()
     model = zoo.model_dir(BASELINE_MODEL)
@@ -56,16 +58,20 @@ def build_codemap(work_dir: Path, timeout_s: float, progress: Progress, out: Pat
     job = engine_job(plan)
     progress(f"codemap: {len(job.groups)} engine group(s) on {engine.distribution} {engine.version}, "
              f"coverage over {engine.package_dir}")
-    run = launch(job, installed_env(detect_device()), work_dir, timeout_s)
+    if reuse and (work_dir / JOB_FILE).is_file() and Job.load(work_dir / JOB_FILE) == job:
+        progress(f"codemap: reusing the finished run in {work_dir}")
+        run = classify(installed_env(detect_device()).name, work_dir, 0, 0.0, timeout_s)
+    else:
+        run = launch(job, installed_env(detect_device()), work_dir, timeout_s)
     run.raise_for_error()
     trace = json.loads((work_dir / TRACE).read_text())
     checks = group_checks(job)
-    files = {f for group in trace.values() for f in group}
-    by_check = functions_by_check(trace, checks, engine_sources(engine.package_dir, files))
     failed = sorted({c for g in run.groups() if g.error for c in checks.get(g.name, [])})
     if failed:
         raise InfercheckError(f"codemap: groups of {', '.join(failed)} failed on the clean engine; not recorded")
-    codemap = record_codemap(f"{engine.distribution} {engine.version}", by_check, BASELINE_SUITES,
+    files = {f for group in trace.values() for f in group}
+    codemap = record_codemap(f"{engine.distribution} {engine.version}", lines_by_check(trace, checks),
+                             engine_sources(engine.package_dir, files), BASELINE_SUITES,
                              {app.check_name: name for name, app in apps.items()}, app_digests(apps))
     path = out or codemap_path(engine.distribution, engine.version)
     path.parent.mkdir(parents=True, exist_ok=True)

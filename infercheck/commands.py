@@ -23,7 +23,7 @@ from infercheck.cases import load_case
 from infercheck.paths import PATCHES_DIR, cache_dir, reports_dir
 from infercheck.apps import load_apps
 from infercheck.names import APP_LIKE
-from infercheck.neighbours import select_neighbours
+from infercheck.neighbours import installed_code_map_hits, select_neighbours
 from infercheck.patch.intake import read_patch
 from infercheck.options import ValidateOptions, load_options
 from infercheck.pipeline import regrade, validate
@@ -232,7 +232,9 @@ def cmd_neighbours(args: argparse.Namespace) -> int:
     patch = read_patch(args.patch)
     print(f"{args.patch}: touches {', '.join(patch.files)}")
     known = load_apps()
-    for sel in select_neighbours(list(patch.files)):
+    hits = installed_code_map_hits(patch.text, list(patch.files))
+    print(f"  changed functions: {', '.join(hits.changed) or 'none of a traced engine file'}; {hits.note}")
+    for sel in select_neighbours(list(patch.files), hits=hits):
         files = f" ({', '.join(sel.files)})" if sel.files else ""
         missing = " [no such app or oracle in suites/]" if sel.kind in APP_LIKE and sel.name not in known else ""
         print(f"  {sel.kind:6s} {sel.name:28s} {'; '.join(sel.reasons)}{files}{missing}")
@@ -244,7 +246,7 @@ def cmd_codemap(args: argparse.Namespace) -> int:
     from infercheck.codemap_run import build_codemap
 
     work = args.work or cache_dir() / "codemap-run"
-    codemap, path = build_codemap(work, args.timeout, progress, args.out)
+    codemap, path = build_codemap(work, args.timeout, progress, args.out, args.reuse)
     sizes = ", ".join(f"{app} {len(f)}" for app, f in sorted(codemap.reach.items()))
     print(f"{path}: {codemap.engine}; baseline {len(codemap.baseline)} functions; reach: {sizes}")
     return 0

@@ -6,12 +6,14 @@ the validate with one line (InfercheckError, exit 2) before any build or worker 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from infercheck.errors import InfercheckError
+from infercheck.apps import load_apps
 from infercheck.models import zoo
-from infercheck.neighbours import choose_apps
+from infercheck.neighbours import choose_apps, installed_code_map_hits
 from infercheck.options import ValidateOptions
 from infercheck.patch.intake import PatchFile, read_patch
 from infercheck.paths import SUITES_DIR
@@ -82,6 +84,30 @@ def intake(opts: ValidateOptions) -> Intake:
     model_dir = zoo.model_dir(opts.model)
     symptom = load_symptom(opts.symptom) if opts.symptom else None
     suites = select_suites(model_dir.name, opts.suites)
-    apps, reasons = choose_apps(list(patch.files), opts.apps, symptom.app if symptom else None)
+    hits = installed_code_map_hits(patch.text, list(patch.files), opts.engine_src) if opts.apps is None else None
+    apps, reasons = choose_apps(list(patch.files), opts.apps, symptom.app if symptom else None, hits)
     return Intake(opts, patch, base_patches, model_dir, symptom, tolerance_profile(opts.dtype), signal_settings(),
                   suites, apps, reasons)
+
+
+SELECTION = "apps.json"  # in a run's inputs/: the apps and oracles it ran, with why
+
+
+def save_selection(found: Intake, inputs_dir: Path) -> None:
+    inputs_dir.mkdir(parents=True, exist_ok=True)
+    (inputs_dir / SELECTION).write_text(json.dumps({a.name: found.app_reasons.get(a.name, "") for a in found.apps},
+                                                   indent=1))
+
+
+def with_stored_selection(found: Intake, inputs_dir: Path) -> Intake:
+    """The intake with the apps the run chose (inputs/apps.json), where it recorded them: a neighbour
+    map or code map changed since must not change what a regrade judges."""
+    try:
+        stored = json.loads((inputs_dir / SELECTION).read_text())
+    except (OSError, ValueError):
+        return found  # a run from before the selection was recorded
+    known = load_apps()
+    missing = [name for name in stored if name not in known]
+    if missing:
+        raise InfercheckError(f"the run ran app(s) that no longer exist: {', '.join(missing)}")
+    return replace(found, apps=[known[name] for name in stored], app_reasons=dict(stored))

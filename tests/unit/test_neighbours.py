@@ -77,24 +77,3 @@ def test_choose_apps_refuses_unknown_names():
 
     with pytest.raises(InfercheckError, match="unknown app"):
         choose_apps([], ["no-such-app"])
-
-
-REACHED = sorted((__import__("infercheck.paths", fromlist=["SUITES_DIR"]).SUITES_DIR / "oracles" / "reach").glob("*.yaml"))
-
-
-def test_every_oracle_has_its_measured_reach():
-    assert [p.stem for p in REACHED] == sorted(p.stem for p in (REACHED[0].parent.parent).glob("*.yaml"))
-
-
-@pytest.mark.parametrize("reach", REACHED, ids=[p.stem for p in REACHED])
-def test_every_function_an_oracle_reaches_is_routed_to_it(reach):
-    """suites/oracles/reach/<oracle>.yaml: what tests/engine/test_oracle_reach.py measured the
-    oracle executing beyond its baseline groups (the same requests without the feature); a patch to
-    any of those files runs the oracle."""
-    import yaml
-
-    data = yaml.safe_load(reach.read_text())
-    assert len(data["reached"]) > 10 and all(why for why in (data.get("unrouted") or {}).values())
-    unrouted = sorted({f.split("::")[0] for f in data["reached"]
-                       if ("oracle", reach.stem) not in {(s.kind, s.name) for s in select_neighbours([f.split("::")[0]])}})
-    assert not unrouted, f"files oracle/{reach.stem} reaches that the neighbour map does not send to it: {unrouted}"
