@@ -17,10 +17,12 @@ from infercheck.cases import Candidate, Case, load_case
 from infercheck.errors import InfercheckError
 from infercheck.names import CheckKind, Headline
 from infercheck.options import ValidateOptions
+from infercheck.pipeline import RUNS
 from infercheck.records import ValidationRun
 from infercheck.report.files import REPORT_FILES, json_text, write_texts
 from infercheck.report.html import render_bench
 from infercheck.report.view import expected_matches
+from infercheck.run.store import RunOutcome
 
 Progress = Callable[[str], None]
 # validate(options) -> (run, report folder); the CLI passes the real pipeline.
@@ -164,9 +166,19 @@ def run_bench(cases: list[Case], out: Path, options: Callable[[Case, Candidate, 
         row = BenchRow(case.id, cand.name, cand.expected, got, round(time.time() - t0, 1),
                        str(folder.relative_to(out)) if folder.is_relative_to(out) else str(folder), cand.why)
         progress(f"bench {case.id}/{cand.name}: {got} ({'as expected' if row.matches else 'MISMATCH'}) "
-                 f"in {row.elapsed_s:.0f}s")
+                 f"in {row.elapsed_s:.0f}s{reused_note(folder)}")
         rows.append(row)
     return BenchResult(rows, round(time.time() - started, 1), reuse, quick, [c.id for c in cases])
+
+
+def reused_note(folder: Path) -> str:
+    """", 12 group(s) reused from cache" where the run reused finished work (a rerun of an
+    interrupted bench says what it did not redo)."""
+    try:
+        reused = sum(w.reused_groups for w in RunOutcome.load(folder / RUNS).workers.values())
+    except InfercheckError:
+        return ""
+    return f", {reused} group(s) reused from cache" if reused else ""
 
 
 def write_bench(result: BenchResult, out_dir: Path) -> dict[str, Path]:

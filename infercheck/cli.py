@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -115,6 +116,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP: unwinds like Ctrl-C (every `except BaseException` that stops a worker runs)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def raise_terminated(signum: int, frame: object) -> None:
+    signal.signal(signum, signal.SIG_DFL)  # a second one ends the harness at once
+    raise Terminated(signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from infercheck import commands
@@ -127,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         "codemap": commands.cmd_codemap,
     }
     started = time.time()
+    for signum in (signal.SIGTERM, signal.SIGHUP):  # a CI runner's or scheduler's cancel ends a run as Ctrl-C does
+        signal.signal(signum, raise_terminated)
     try:
         return handlers[args.command](args)
     except WorkerError as exc:
@@ -135,6 +151,10 @@ def main(argv: list[str] | None = None) -> int:
     except InfercheckError as exc:
         print(f"infercheck: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except Terminated as exc:
+        print(f"infercheck: {signal.Signals(exc.signum).name} after {time.time() - started:.0f}s: workers stopped; "
+              f"a validate's run folder finishes with `infercheck validate --resume RUN_DIR`", file=sys.stderr)
+        return 128 + exc.signum
     except KeyboardInterrupt:
         print(f"infercheck: interrupted after {time.time() - started:.0f}s", file=sys.stderr)
         return 130

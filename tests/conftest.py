@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,13 @@ def assert_one_line_error(proc: subprocess.CompletedProcess, code: int, fragment
     assert "Traceback" not in proc.stderr
     errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("infercheck: error:")]
     assert len(errors) == 1 and fragment in errors[0], proc.stderr
+
+
+def gone_within(pid: int, timeout_s: float) -> bool:
+    """Whether the process ends (or is a zombie) within timeout_s."""
+    from infercheck.run.launcher import is_alive
+
+    deadline = time.time() + timeout_s
+    while is_alive(pid) and time.time() < deadline:
+        time.sleep(0.1)
+    return not is_alive(pid)

@@ -19,6 +19,7 @@ from pathlib import Path
 from infercheck.build.engine_env import EngineEnv
 from infercheck.device import detect_device
 from infercheck.paths import REPO_ROOT, cache_dir
+from infercheck.run.lifeline import Lifeline
 from infercheck.run.sandbox import Containment, limit_resources, plan_containment, private_environ, wrap_command
 from infercheck.errors import WorkerError
 from infercheck.run.job import (GROUPS, JOB_FILE, LM_EVAL, RESULTS, STATUS, STDERR, STDOUT, GroupResult, Job,
@@ -79,10 +80,11 @@ def launch(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float = DEFAULT_T
                        out_dir, containment)
     started = time.time()
     stop_orphan(out_dir)
-    with open(out_dir / STDOUT, "wb") as out, open(out_dir / STDERR, "wb") as err:
+    with open(out_dir / STDOUT, "wb") as out, open(out_dir / STDERR, "wb") as err, Lifeline() as lifeline:
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                env=private_environ(env.environ(), out_dir), cwd=out_dir, start_new_session=True,
-                                preexec_fn=limit_resources(containment))
+                                env={**private_environ(env.environ(), out_dir), **lifeline.env()}, cwd=out_dir,
+                                start_new_session=True, preexec_fn=limit_resources(containment),
+                                pass_fds=(lifeline.read_fd,))
         (out_dir / WORKER_PID).write_text(f"{proc.pid}\n")
         try:
             returncode: int | None = proc.wait(timeout=timeout_s)
@@ -91,6 +93,7 @@ def launch(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float = DEFAULT_T
             returncode = None
         except BaseException:  # the harness itself is interrupted: never leave an engine running
             kill_group(proc, grace_s=2.0)
+            (out_dir / WORKER_PID).unlink(missing_ok=True)  # stopped: nothing for a later run to stop
             raise
     elapsed = round(time.time() - started, 3)
     (out_dir / WORKER_PID).unlink(missing_ok=True)

@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 from infercheck.build.engine_env import EngineEnv
+from infercheck.run.lifeline import Lifeline
 from infercheck.run.store import PytestOutcome
 from infercheck.specs import SymptomSpec
 
@@ -17,12 +18,12 @@ def run_pytest(spec: SymptomSpec, env: EngineEnv, out_dir: Path, timeout_s: floa
     out_dir.mkdir(parents=True, exist_ok=True)
     cwd = Path(spec.path).parent
     args = ["-q", "-p", "no:cacheprovider", str(spec.pytest)]
-    runner = ["-m", "infercheck.run.traced_pytest", "--out", str(out_dir.resolve()), "--trace", *trace, "--"] \
-        if trace else ["-m", "pytest"]
+    runner = ["-m", "infercheck.run.traced_pytest", "--out", str(out_dir.resolve()), "--trace", *(trace or []), "--"]
     cmd = [env.python, *runner, *args]
     try:
-        proc = subprocess.run(cmd, cwd=cwd, env=env.environ(), capture_output=True, text=True, timeout=timeout_s,
-                              start_new_session=True)
+        with Lifeline() as lifeline:  # the run stops itself if the harness dies (run/lifeline.py)
+            proc = subprocess.run(cmd, cwd=cwd, env={**env.environ(), **lifeline.env()}, capture_output=True,
+                                  text=True, timeout=timeout_s, start_new_session=True, pass_fds=(lifeline.read_fd,))
     except subprocess.TimeoutExpired:
         return PytestOutcome(False, None, f"timed out after {timeout_s:g}s")
     (out_dir / "pytest.log").write_text(proc.stdout + proc.stderr)

@@ -1,7 +1,8 @@
-"""`python -m infercheck.run.traced_pytest --out DIR --trace FILE... -- PYTEST_ARGS`: a pytest run
+"""`python -m infercheck.run.traced_pytest --out DIR [--trace FILE...] -- PYTEST_ARGS`: a pytest run
 (the pytest symptom, in a variant's engine env) under the worker's tracer, so the code-path check
-sees what the symptom's own test executed (docs/design.md, "Code-path evidence"). Exits with
-pytest's exit code; TRACE and SOURCES land in DIR with the one group PYTEST_GROUP."""
+sees what the symptom's own test executed (docs/design.md, "Code-path evidence"), and under the
+harness's lifeline (run/lifeline.py: it stops if the harness dies). Exits with pytest's exit code;
+with --trace, TRACE and SOURCES land in DIR with the one group PYTEST_GROUP."""
 
 from __future__ import annotations
 
@@ -10,15 +11,17 @@ import sys
 from pathlib import Path
 
 from infercheck.run.job import PYTEST_GROUP
+from infercheck.run.lifeline import watch_harness
 from infercheck.run.worker import Tracer
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="infercheck.run.traced_pytest")
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--trace", nargs="+", required=True)
+    parser.add_argument("--trace", nargs="*", default=[])
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
+    watch_harness()
     tracer = Tracer(list(args.trace))
     tracer.group(PYTEST_GROUP)
     try:

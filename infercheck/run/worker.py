@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from infercheck.errors import InfercheckError
+from infercheck.run.lifeline import watch_harness
 from infercheck.run.job import (GROUPS, LM_EVAL, RESULTS, SOURCES, STATUS, TRACE, Group, GroupResult, Job,
                                 RequestResult, WorkerInputError)
 
@@ -213,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.probe:
         print(json.dumps(probe()))
         return 0
+    watch_harness()  # never outlive the harness, however it ends (run/lifeline.py)
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()

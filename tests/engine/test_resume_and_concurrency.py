@@ -1,5 +1,7 @@
-"""Reliability of whole runs: a harness killed with SIGKILL mid-run resumes without redoing finished
-work and gives the verdict an uninterrupted run gives; two validates at once share one cache."""
+"""Reliability of whole runs: a harness killed with SIGKILL mid-run leaves no worker running and
+resumes without redoing finished work, with the verdict an uninterrupted run gives; SIGTERM ends a
+run as Ctrl-C does (workers stopped, exit 143, the folder resumable); two validates at once share
+one cache."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import pytest
 from infercheck.cases import load_case
 from infercheck.paths import PATCHES_DIR
 from infercheck.run.job import read_jsonl
-from tests.conftest import cli_env
+from tests.conftest import cli_env, gone_within
 
 pytestmark = pytest.mark.engine
 
@@ -43,8 +45,10 @@ def test_a_harness_killed_mid_run_resumes_without_redoing_finished_work(tmp_path
     while not read_jsonl(out / "runs" / "base" / "groups.jsonl") and time.time() < deadline:
         assert harness.poll() is None, "the run ended before it could be interrupted"
         time.sleep(0.5)
-    os.kill(harness.pid, signal.SIGKILL)  # the harness only: its worker is orphaned, still running
+    worker = int((out / "runs" / "base" / "worker.pid").read_text())
+    os.kill(harness.pid, signal.SIGKILL)  # the harness only: nothing of it can clean up
     harness.wait()
+    assert gone_within(worker, 10.0), "the worker outlived its SIGKILLed harness"  # its lifeline broke
     finished = [g["name"] for g in read_jsonl(out / "runs" / "base" / "groups.jsonl")]
     assert finished and not (out / "verdict.json").exists()
 
@@ -58,6 +62,25 @@ def test_a_harness_killed_mid_run_resumes_without_redoing_finished_work(tmp_path
     reused = (out / "runs" / "base" / "reused-from").read_text()
     assert all(name in reused for name in finished)
     assert not (out / "runs" / "base" / "worker.pid").exists()
+
+
+def test_sigterm_stops_the_workers_and_leaves_the_run_resumable(tmp_path):
+    env = cli_env(tmp_path / "cache")
+    out = tmp_path / "run"
+    harness = subprocess.Popen(validate_cmd("root-float32-table", out), env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    pid_file = out / "runs" / "base" / "worker.pid"
+    deadline = time.time() + 300
+    while not (pid_file.is_file() and pid_file.read_text().strip()) and time.time() < deadline:
+        assert harness.poll() is None, "the run ended before it could be cancelled"
+        time.sleep(0.2)
+    worker = int(pid_file.read_text())
+    harness.send_signal(signal.SIGTERM)  # what a CI runner's cancel sends
+    _, err = harness.communicate(timeout=60)
+    assert harness.returncode == 143 and "Traceback" not in err, err[-3000:]
+    assert err.strip().splitlines()[-1].startswith("infercheck: SIGTERM after"), err[-3000:]
+    assert gone_within(worker, 5.0) and not pid_file.exists()
+    assert (out / "inputs" / "options.json").is_file() and not (out / "verdict.json").exists()  # --resume finishes it
 
 
 def test_two_validates_at_once_share_the_cache(tmp_path):

@@ -100,3 +100,14 @@ def test_a_harness_failure_on_one_candidate_does_not_end_the_bench(tmp_path):
     assert result.rows[0].got == "ERROR:harness" and not result.rows[0].matches
     assert "RuntimeError: harness bug" in (tmp_path / result.rows[0].report / "harness-error.txt").read_text()
     assert all(r.matches for r in result.rows[1:]) and len(result.rows) == len(cases[0].candidates) + 1
+
+
+def test_a_rerun_says_how_much_finished_work_it_reused(tmp_path):
+    from infercheck.bench import reused_note
+    from infercheck.run.store import RunOutcome, WorkerOutcome
+
+    assert reused_note(tmp_path) == ""  # no run stage recorded
+    (tmp_path / "runs").mkdir()
+    RunOutcome({"base": WorkerOutcome(True, None, None, 1.0, 7), "patched": WorkerOutcome(True, None, None, 1.0, 2)}
+               ).save(tmp_path / "runs")
+    assert reused_note(tmp_path) == ", 9 group(s) reused from cache"
