@@ -147,17 +147,23 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(f"model {name:16s} {'ok' if ok else 'PROBLEM'}: {detail}")
     tree = engine_tree()
     print(f"engine tree: {tree.repo_dir} ({tree.installed_commit[:12]})")
-    from infercheck.run.launcher import containment_for
+    from infercheck.run.launcher import containment_for, worker_view
     from infercheck.run.sandbox import describe
+    from infercheck.run.view import WorkerView
 
     held = containment_for(Job("vllm", "", "float32", []), 900.0)
     print(f"worker containment: {describe(held.as_record())}")
     for note in held.notes:
         print(f"  note: {note}")
-    if args.no_smoke or not healthy:
-        return 0 if healthy else 1
     model = str(zoo.model_dir("tiny-llama-add"))
     smoke = parity_job("vllm", model, "float32", ["12+34="], 4)
+    view = worker_view(smoke, installed_env(device), out / "smoke", {})
+    if isinstance(view, WorkerView):
+        print(f"worker view: its inputs under {view.root}, hidden: {', '.join([*view.masks, *view.scratch])}")
+    else:
+        print(f"worker view: none ({view}); a patched worker can read the harness, cache and other runs")
+    if args.no_smoke or not healthy:
+        return 0 if healthy else 1
     run = launch(smoke, installed_env(device), out / "smoke", timeout_s=600).raise_for_error()
     result = run.results()[0]
     print(f"smoke: vllm answered {result.text!r} to '12+34=' in {run.elapsed_s:.1f}s (worker start included)")

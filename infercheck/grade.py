@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from infercheck.app_ids import app_of, bare_name
+from infercheck.build.engine_environment import installed_engine_environment
 from infercheck.checks.accuracy import accuracy_check, per_sample
 from infercheck.checks.app_check import app_check
 from infercheck.checks.code_path import code_path_check
@@ -116,7 +117,8 @@ def grade(plan: Plan, stored: StoredRun, settings: Settings, patch_text: str) ->
         checks.append(accuracy_check(suite.name, suite.metric, suite.tolerance, samples, is_affected(suite.name),
                                      suite.description))
     checks += apps
-    checks.append(static_check(patch_text, plan.reported_prompts()))
+    checks.append(static_check(patch_text, plan.reported_prompts(), installed_engine_environment(),
+                               sorted(texts.values()))))
     code_path = traced_code_path(plan, stored)
     if code_path is not None:
         checks.append(code_path)

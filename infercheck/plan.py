@@ -128,17 +128,18 @@ def stage_plan(plan: Plan, inputs_dir: Path) -> None:
 
 
 def stage_tasks(suites: list[Suite], inputs_dir: Path) -> list[LmEvalTask]:
-    """Copy the lm-eval task YAML and its data into the run folder, data paths made absolute."""
+    """Copy the lm-eval task YAML and its data into the run folder's tasks/, data paths relative to
+    the task folder (a worker resolves them: the folder is bound elsewhere in its view, run/view.py)."""
     tasks_dir = inputs_dir / "tasks"
     tasks_dir.mkdir(parents=True, exist_ok=True)
     for src in sorted((SUITES_DIR / "accuracy" / "tasks").glob("*.yaml")):
         spec = yaml.safe_load(src.read_text())
         files = (spec.get("dataset_kwargs") or {}).get("data_files") or {}
         for split, rel in files.items():
-            target = inputs_dir / rel
+            target = tasks_dir / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(SUITES_DIR / rel, target)
-            files[split] = str(target)
+            files[split] = rel
         (tasks_dir / src.name).write_text(yaml.safe_dump(spec, sort_keys=False))
     return [LmEvalTask(name=s.task, label=s.name, include_path=str(tasks_dir), metrics=[s.metric], limit=s.limit,
                        num_fewshot=s.num_fewshot, include_defaults=s.standard) for s in suites]

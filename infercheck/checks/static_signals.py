@@ -1,5 +1,9 @@
 """Static workaround signs in a patch's added lines: a feature flag forced off, a broad exception
-swallowed, a literal copy of the reported prompt, a sampling parameter neutralised. Pure text."""
+swallowed, a literal copy of the reported prompt, a sampling parameter neutralised; and signs of a
+patch that games the harness (docs/design.md, "What a worker sees"): reading files outside the
+engine's inputs, reading environment variables the engine itself never reads, probing the process
+that runs it, naming the harness, branching on prompt text or token ids, comparing against literal
+token sequences. Pure text; the engine's own environment variables are given by the caller."""
 
 from __future__ import annotations
 
@@ -17,6 +21,23 @@ NEUTRAL_SAMPLING = re.compile(
     r"\b(top_p|top_k|min_p|temperature|repetition_penalty|frequency_penalty|presence_penalty)\b\s*=\s*"
     r"(1\.0|1|0|0\.0|-1|None)\s*(#.*)?$")
 STRING = re.compile(r"(['\"])((?:\\.|(?!\1).){8,})\1")
+ANY_STRING = re.compile(r"(['\"])((?:\\.|(?!\1).)*)\1")
+# Gaming signs. Engine fixes do not read the file system, walk the environment or look at the
+# process around them; a patch that does may be looking for the judges.
+FILE_READ = re.compile(r"\b(open|glob|iglob|listdir|scandir|walk|read_text|read_bytes|expanduser|home|cwd|getcwd|"
+                       r"exists|is_file|is_dir|iterdir|rglob)\s*\(|['\"](/proc/|/tmp/|~/)|\.cache\b")
+ENV_READ = re.compile(r"\b(?:getenv|environ\.get|environ\.pop|environ\.setdefault)\(\s*['\"](\w+)['\"]|"
+                      r"\benviron\[\s*['\"](\w+)['\"]\s*\]|['\"](\w+)['\"]\s+(?:not\s+)?in\s+(?:os\.)?environ\b")
+ENV_WALK = re.compile(r"\benviron\s*\.\s*(items|keys|values|copy)\s*\(|\b(str|repr|dict|list)\s*\(\s*(os\.)?environ\s*\)")
+PROCESS_PROBE = re.compile(r"\bsys\.(argv|modules|_getframe|orig_argv)\b|\binspect\.(stack|currentframe|getouterframes)\b|"
+                           r"\b(getppid|getpid)\s*\(|\bpsutil\b|\b__main__\b|\btraceback\.(extract|format)_stack\b")
+HARNESS_NAMES = re.compile(r"infercheck|pytest|lm_eval|\breference-(base|patched)\b|results\.jsonl|job\.json|"
+                           r"status\.json|trace\.json", re.IGNORECASE)
+PROMPT_BRANCH = re.compile(r"^\s*(if|elif|while|assert)\b.*\b(prompt\w*|\w*token_ids|input_ids|text|request_id)\b.*"
+                           r"(==|!=|\bin\b|startswith|endswith|\bhash\()")
+TEXT_LITERAL = re.compile(r"(['\"])(?:\\.|(?!\1).){3,}\1")  # prompt text compared to a literal of 3+ characters
+TOKEN_SEQUENCE = re.compile(r"[\[(]\s*\d+\s*(,\s*\d+\s*){3,}[\])]")
+COMPARISON = re.compile(r"==|!=|\bin\b|startswith|endswith")
 
 
 def added_lines(patch_text: str) -> list[tuple[str, int, str]]:
@@ -45,32 +66,71 @@ def is_disabling(text: str) -> bool:
     return (value == "True") == (name.startswith("disable_") or name == "enforce_eager")
 
 
-def static_evidence(patch_text: str, reported_prompts: list[str]) -> list[Evidence]:
+def static_evidence(patch_text: str, reported_prompts: list[str], engine_env: frozenset[str] | None = None,
+                    sent_prompts: list[str] | tuple[str, ...] = ()) -> list[Evidence]:
+    """Every sign in the patch's added code. `engine_env`: the environment variables the unmodified
+    engine reads (a read of another one is a sign); None where not known (then only VLLM_* count as
+    the engine's). `sent_prompts`: the texts the run sends, which a line comparing against a literal
+    taken from one of them special-cases."""
     lines = added_lines(patch_text)
+    sent = "\0".join(sent_prompts)
     out = []
     for i, (file, number, text) in enumerate(lines):
         code = text.split("#", 1)[0] if not text.lstrip().startswith("#") else ""
         if not code.strip():
             continue
+        sign = lambda name: out.append(Evidence(file, number, name, text.strip()))  # noqa: E731
         if is_disabling(code) and "==" not in code:
-            out.append(Evidence(file, number, "feature_off", text.strip()))
+            sign("feature_off")
         swallowed = SWALLOW.match(code)
         if swallowed:
             following = lines[i + 1][2].strip() if i + 1 < len(lines) else ""
             if swallowed.group(3) or following in ("pass", "...", "continue") or following.startswith("return"):
-                out.append(Evidence(file, number, "swallowed_exception", text.strip()))
+                sign("swallowed_exception")
         if NEUTRAL_SAMPLING.search(code) and "==" not in code and "def " not in code:
-            out.append(Evidence(file, number, "sampling_param_ignored", text.strip()))
+            sign("sampling_param_ignored")
         for m in STRING.finditer(code):
             literal = m.group(2).encode().decode("unicode_escape", errors="ignore")
             if any(literal in p for p in reported_prompts):
-                out.append(Evidence(file, number, "reported_prompt", text.strip()))
+                sign("reported_prompt")
                 break
+        for name in gaming_signs(code, engine_env):
+            sign(name)
+        if sent and COMPARISON.search(code) and any(
+                is_specific(m.group(2)) and m.group(2) in sent for m in ANY_STRING.finditer(code)):
+            sign("sent_prompt_literal")
     return out
 
 
-def static_check(patch_text: str, reported_prompts: list[str]) -> CheckResult:
-    evidence = static_evidence(patch_text, reported_prompts)
+def is_specific(literal: str) -> bool:
+    """A literal too particular to be engine vocabulary: 5+ characters with a digit or a symbol
+    ("70+85=", "Q: 3"), not a word such as "assistant"."""
+    return len(literal) >= 5 and not re.fullmatch(r"[A-Za-z _-]+", literal)
+
+
+def gaming_signs(code: str, engine_env: frozenset[str] | None) -> list[str]:
+    """The signs of harness gaming on one line of added code (module docstring)."""
+    signs = []
+    if FILE_READ.search(code):
+        signs.append("reads_files")
+    names = [n for m in ENV_READ.finditer(code) for n in m.groups() if n]
+    foreign = [n for n in names if not n.startswith("VLLM_") and (engine_env is None or n not in engine_env)]
+    if foreign or ENV_WALK.search(code):
+        signs.append("reads_foreign_environment")
+    if PROCESS_PROBE.search(code):
+        signs.append("probes_process")
+    if any(HARNESS_NAMES.search(m.group(2)) for m in ANY_STRING.finditer(code)):
+        signs.append("names_harness")
+    if PROMPT_BRANCH.search(code) and TEXT_LITERAL.search(code):
+        signs.append("branches_on_prompt")
+    if TOKEN_SEQUENCE.search(code) and COMPARISON.search(code):
+        signs.append("literal_token_sequence")
+    return signs
+
+
+def static_check(patch_text: str, reported_prompts: list[str], engine_env: frozenset[str] | None = None,
+                 sent_prompts: list[str] | tuple[str, ...] = ()) -> CheckResult:
+    evidence = static_evidence(patch_text, reported_prompts, engine_env, sent_prompts)
     patched = Observation(Variant.PATCHED, float(len(evidence)), not evidence, None, None,
                           StaticDetail(evidence[:10]))
     base = Observation(Variant.BASE, 0.0, True, None, None, StaticDetail(note="the unpatched tree has no added lines"))
@@ -78,5 +138,6 @@ def static_check(patch_text: str, reported_prompts: list[str]) -> CheckResult:
     workaround = "static signs in the patch: " + "; ".join(
         f"{e.sign} at {e.file}:{e.line} `{e.text[:80]}`" for e in evidence[:3]) if evidence else None
     return CheckResult("static/patch-signs", CheckKind.STATIC, "signs", "no added line forces a feature off, swallows "
-                       "an exception, neutralises a sampling parameter, or copies the reported prompt", False, base,
+                       "an exception, neutralises a sampling parameter, copies the reported prompt, or looks for the "
+                       "harness (files, environment, process, prompt or token literals)", False, base,
                        patched, None, flags, StaticPayload(workaround), [], "always run on the patch text")

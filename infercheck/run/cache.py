@@ -20,8 +20,8 @@ from pathlib import Path
 
 from infercheck.build.engine_env import EngineEnv
 from infercheck.paths import DATA_DIR, SUITES_DIR, cache_dir
-from infercheck.run.job import GROUPS, JOB_FILE, LM_EVAL, RESULTS, SOURCES, STATUS, TRACE, Group, Job, read_jsonl
-from infercheck.errors import InfercheckError
+from infercheck.run.job import (GROUPS, JOB_DIGESTS, JOB_FILE, LM_EVAL, RESULTS, SOURCES, STATUS, TRACE, Group, Job,
+                                read_jsonl)
 from infercheck.run.launcher import WorkerRun, classify, launch, stop_orphan
 from infercheck.run.store import read_json_file
 
@@ -116,30 +116,28 @@ def join_traces(entries: dict[str, Path], out_dir: Path) -> None:
 
 
 def engine_record(env: EngineEnv) -> dict[str, str]:
-    return {"strategy": env.strategy, "tree_hash": env.tree_hash, "python": env.python}
-
-
-def job_settings(job: Job) -> list:
-    return [job.backend, job.model, job.dtype, job.seed]
+    """Which engine env wrote a worker folder, naming no path (the worker can read its folder)."""
+    return {"strategy": env.strategy, "tree_hash": env.tree_hash,
+            "python": hashlib.sha256(env.python.encode()).hexdigest()[:16]}
 
 
 def harvest(out_dir: Path, job: Job, entries: dict[str, Path], env: EngineEnv) -> None:
     """Store the groups a previous, interrupted run into out_dir finished (the same group content,
-    per the job file it left), so a resumed run does not redo them."""
+    per the digests of the job it launched), so a resumed run does not redo them."""
     stop_orphan(out_dir)  # a worker of the killed run must not write while rows are read
     try:
-        previous = Job.load(out_dir / JOB_FILE)
+        previous = json.loads((out_dir / JOB_DIGESTS).read_text())
         engine = json.loads((out_dir / ENGINE).read_text())
-    except (InfercheckError, OSError, ValueError):
+    except (OSError, ValueError):
         return
-    if engine != engine_record(env) or job_settings(previous) != job_settings(job):
+    wanted = job.digests()
+    if engine != engine_record(env) or previous.get("settings") != wanted["settings"]:
         return  # another engine or model wrote this folder: its rows say nothing about this run
-    wanted = {g.name: g for g in job.groups}
     rows = rows_by_group(out_dir)
-    for group in previous.groups:
-        same = group.name in wanted and asdict(wanted[group.name]) == asdict(group)
-        if same and not (entries[group.name] / GROUPS).is_file() and finished(rows, group.name):
-            store_group(rows, group.name, entries[group.name], out_dir if job.trace else None)
+    for name, digest in (previous.get("groups") or {}).items():
+        same = wanted["groups"].get(name) == digest
+        if same and not (entries[name] / GROUPS).is_file() and finished(rows, name):
+            store_group(rows, name, entries[name], out_dir if job.trace else None)
 
 
 def launch_cached(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float,

@@ -6,6 +6,7 @@ of its requests. Results are JSONL, one line per request, streamed as they finis
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -100,6 +101,13 @@ class Job:
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
 
+    def digests(self) -> dict[str, Any]:
+        """{"settings": digest of backend, model, dtype and seed, "groups": {name: digest of the group}}:
+        equal digests mean the same work, without naming a path."""
+        digest = lambda value: hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:24]
+        return {"settings": digest([self.backend, self.model, self.dtype, self.seed]),
+                "groups": {g.name: digest(asdict(g)) for g in self.groups}}
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Job":
         try:
@@ -179,6 +187,9 @@ LM_EVAL = "lm_eval.jsonl"
 GROUPS = "groups.jsonl"
 STATUS = "status.json"
 JOB_FILE = "job.json"  # the job a worker folder ran (the cache rewrites it with every group, reused ones too)
+# Digests of the job as the harness planned it (host paths), written at launch: what a resumed run
+# compares, since job.json holds the worker's view of the job (run/view.py) while the worker runs.
+JOB_DIGESTS = "job.digests.json"
 TRACE = "trace.json"  # {group name: {file: [executed line numbers]}}, for a job with `trace`
 SOURCES = "sources.json"  # {file: its text as this variant ran it, or null}, for a job that traces files
 PYTEST_GROUP = "pytest"  # the trace context of a traced pytest symptom run (run/traced_pytest.py)

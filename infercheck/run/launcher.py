@@ -12,22 +12,28 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from infercheck.build.engine_env import EngineEnv
 from infercheck.device import detect_device
-from infercheck.paths import REPO_ROOT, cache_dir
+from infercheck.paths import REPO_ROOT, cache_dir, reports_dir
 from infercheck.run.lifeline import Lifeline
+import infercheck.run.sandbox as sandbox
 from infercheck.run.sandbox import Containment, limit_resources, plan_containment, private_environ, wrap_command
 from infercheck.errors import WorkerError
-from infercheck.run.job import (GROUPS, JOB_FILE, LM_EVAL, RESULTS, STATUS, STDERR, STDOUT, GroupResult, Job,
-                                RequestResult, read_jsonl)
+from infercheck.run.job import (GROUPS, JOB_DIGESTS, JOB_FILE, LM_EVAL, RESULTS, STATUS, STDERR, STDOUT, GroupResult,
+                                Job, RequestResult, read_jsonl)
+from infercheck.run.view import WorkerView, neutral_environ, plan_view, view_job
 
 DEFAULT_TIMEOUT_S = 900.0
 CONTAINMENT = "containment.json"  # what the worker was held to (infercheck.run.sandbox)
-WORKER_PID = "worker.pid"  # the live worker's pid (= its process group), removed when it ends
+WORKER_PID = "worker.pid"  # the live worker's pid (= its process group) and start time, removed when it ends
+# Harness records a worker must not find in its folder (they name host paths): written after it ends.
+HARNESS_RECORDS = (CONTAINMENT, "reused-from")
+HARNESS_CODE = Path(__file__).resolve().parent.parent  # the infercheck package: the worker code is part of it
 STDERR_TAIL_LINES = 12
 
 
@@ -66,51 +72,89 @@ def containment_for(job: Job, timeout_s: float) -> Containment:
     return plan_containment(detect_device(), timeout_s, [REPO_ROOT, cache_dir()], needs_network)
 
 
+def covered_folders(out_dir: Path) -> list[Path]:
+    """What a worker's view hides (run/view.py): the harness's repository, the result cache, the
+    reports, the run folder this worker's folder belongs to, the user's home and the temporary folder."""
+    return [REPO_ROOT, cache_dir(), reports_dir(), out_dir.resolve().parent.parent, Path.home(), Path("/tmp"),
+            Path(tempfile.gettempdir())]
+
+
+def worker_view(job: Job, env: EngineEnv, out_dir: Path, environ: dict[str, str]) -> WorkerView | str:
+    """The worker's view, or why it gets none (namespaces refused, no neutral root)."""
+    refused = sandbox.namespaces_refused()
+    if refused is not None:
+        return refused
+    return plan_view(job, env.python, env.pythonpath, HARNESS_CODE, environ.get("HF_HOME"), out_dir,
+                     covered_folders(out_dir))
+
+
 def launch(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float = DEFAULT_TIMEOUT_S) -> WorkerRun:
-    """Run the job in a contained worker subprocess of `env` (infercheck.run.sandbox); never raises
-    for worker failures."""
+    """Run the job in a contained worker subprocess of `env` (infercheck.run.sandbox), in its own view
+    where the platform allows one (infercheck.run.view); never raises for worker failures."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    for stale in (RESULTS, GROUPS, LM_EVAL, STATUS):
+    for stale in (RESULTS, GROUPS, LM_EVAL, STATUS, *HARNESS_RECORDS):
         (out_dir / stale).unlink(missing_ok=True)
-    job_path = out_dir / JOB_FILE
-    job_path.write_text(job.to_json())
     containment = containment_for(job, timeout_s)
-    (out_dir / CONTAINMENT).write_text(json.dumps(containment.as_record()))
-    cmd = wrap_command([env.python, "-m", "infercheck.run.worker", "--job", str(job_path), "--out", str(out_dir)],
-                       out_dir, containment)
+    environ = private_environ(env.environ(), out_dir)
+    view = worker_view(job, env, out_dir, environ)
+    if isinstance(view, WorkerView):
+        containment = replace(containment, view=view.as_record(), notes=(*containment.notes, *view.notes))
+        (out_dir / JOB_FILE).write_text(view_job(job, view).to_json())
+        cmd = wrap_command([view.python, f"{view.root}/bin/main.py", "--job", f"{view.out_dir()}/{JOB_FILE}",
+                            "--out", view.out_dir()], out_dir, containment,
+                           [*view.sandbox_args(), "cwd", view.out_dir()])
+    else:
+        containment = replace(containment, notes=(*containment.notes, f"no view of its own ({view}): the worker "
+                                                  "sees the host's paths"))
+        (out_dir / JOB_FILE).write_text(job.to_json())
+        cmd = wrap_command([env.python, "-m", "infercheck.run.worker", "--job", str(out_dir / JOB_FILE), "--out",
+                            str(out_dir)], out_dir, containment)
+    (out_dir / JOB_DIGESTS).write_text(json.dumps(job.digests()))
+    environ = neutral_environ(environ, view if isinstance(view, WorkerView) else None)
     started = time.time()
     stop_orphan(out_dir)
-    with open(out_dir / STDOUT, "wb") as out, open(out_dir / STDERR, "wb") as err, Lifeline() as lifeline:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                env={**private_environ(env.environ(), out_dir), **lifeline.env()}, cwd=out_dir,
-                                start_new_session=True, preexec_fn=limit_resources(containment),
-                                pass_fds=(lifeline.read_fd,))
-        (out_dir / WORKER_PID).write_text(f"{proc.pid}\n")
-        try:
-            returncode: int | None = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            kill_group(proc)
-            returncode = None
-        except BaseException:  # the harness itself is interrupted: never leave an engine running
-            kill_group(proc, grace_s=2.0)
-            (out_dir / WORKER_PID).unlink(missing_ok=True)  # stopped: nothing for a later run to stop
-            raise
+    try:
+        with open(out_dir / STDOUT, "wb") as out, open(out_dir / STDERR, "wb") as err, Lifeline() as lifeline:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                    env={**environ, **lifeline.env()}, cwd=out_dir, start_new_session=True,
+                                    preexec_fn=limit_resources(containment), pass_fds=(lifeline.read_fd,))
+            (out_dir / WORKER_PID).write_text(f"{proc.pid} {start_time(proc.pid)}\n")
+            try:
+                returncode: int | None = proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                kill_group(proc)
+                returncode = None
+            except BaseException:  # the harness itself is interrupted: never leave an engine running
+                kill_group(proc, grace_s=2.0)
+                (out_dir / WORKER_PID).unlink(missing_ok=True)  # stopped: nothing for a later run to stop
+                raise
+    finally:
+        (out_dir / CONTAINMENT).write_text(json.dumps(containment.as_record()))
     elapsed = round(time.time() - started, 3)
     (out_dir / WORKER_PID).unlink(missing_ok=True)
     return classify(env.name, out_dir, returncode, elapsed, timeout_s)
 
 
+def start_time(pid: int) -> str:
+    """A process's start time (clock ticks after boot, /proc/PID/stat field 22): with the pid, it
+    names one process, whatever its command line shows; "" where it cannot be read."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
 def stop_orphan(out_dir: Path) -> None:
     """A worker left running by a harness that was killed (kill -9) still writes into out_dir: stop
-    its process group before anything reuses the folder. Only a process whose command line names
-    this folder's worker is touched."""
+    its process group before anything reuses the folder. Only the process of the recorded pid and
+    start time is touched (a pid reused since is another process)."""
     try:
-        pid = int((out_dir / WORKER_PID).read_text().split()[0])
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except (OSError, ValueError, IndexError):
+        pid_text, started = ((out_dir / WORKER_PID).read_text().split() + [""])[:2]
+        pid = int(pid_text)
+    except (OSError, ValueError):
         (out_dir / WORKER_PID).unlink(missing_ok=True)
         return
-    if "infercheck.run.worker" in cmdline and str(out_dir) in cmdline:
+    if started and start_time(pid) == started:
         for sig in (signal.SIGTERM, signal.SIGKILL):
             try:
                 os.killpg(pid, sig)

@@ -1,7 +1,7 @@
 """A worker never outlives its harness (docs/reliability.md, "Cancellation").
 
 The harness opens a pipe per subprocess and keeps the write end; the subprocess inherits the read
-end (its number in INFERCHECK_LIFELINE_FD) and watches it on a daemon thread. Nothing is ever
+end (its number in LIFELINE_FD) and watches it on a daemon thread. Nothing is ever
 written: the read returns end-of-file only when every copy of the write end is closed, that is
 when the harness has exited, however it ended (SIGKILL included). The subprocess then kills its
 own process group (the worker and whatever it started), since nobody is left to read its results;
@@ -15,7 +15,7 @@ import signal
 import threading
 from typing import Callable
 
-LIFELINE_ENV = "INFERCHECK_LIFELINE_FD"
+LIFELINE_ENV = "LIFELINE_FD"  # neutral: the worker's environment names nothing of the harness (run/view.py)
 
 
 class Lifeline:

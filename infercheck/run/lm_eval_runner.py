@@ -78,6 +78,33 @@ def make_hf(model: Any, tokenizer: Any) -> Any:
     return HFLM(pretrained=model, tokenizer=tokenizer, batch_size=16, add_bos_token=True, device="cpu")
 
 
+def resolved_tasks(folder: Path) -> Path:
+    """The task folder with each task's relative data files made absolute against it, written to a
+    fresh temporary folder (the staged folder is read-only in a worker's view); the folder itself
+    where no task names a relative data file."""
+    import tempfile
+
+    import yaml
+
+    specs = {}
+    for path in sorted(folder.glob("*.yaml")):
+        try:
+            spec = yaml.safe_load(path.read_text())
+        except yaml.YAMLError:  # a task with lm-eval's own tags: left as it is
+            continue
+        files = (spec.get("dataset_kwargs") or {}).get("data_files") if isinstance(spec, dict) else None
+        if isinstance(files, dict) and any(not Path(str(f)).is_absolute() for f in files.values()):
+            files.update({k: str(folder / str(f)) for k, f in files.items()})
+            specs[path.name] = spec
+    if not specs:
+        return folder
+    out = Path(tempfile.mkdtemp(prefix="tasks-"))
+    for path in folder.glob("*.yaml"):
+        text = yaml.safe_dump(specs[path.name], sort_keys=False) if path.name in specs else path.read_text()
+        (out / path.name).write_text(text)
+    return out
+
+
 def run_tasks(lm: Any, tasks: list[LmEvalTask], group: str) -> list[dict[str, Any]]:
     """Run lm-eval tasks and return one row per (task, sample) with its metric values."""
     import lm_eval
@@ -85,7 +112,7 @@ def run_tasks(lm: Any, tasks: list[LmEvalTask], group: str) -> list[dict[str, An
 
     rows: list[dict[str, Any]] = []
     for task in tasks:
-        include = str(Path(task.include_path).resolve())
+        include = str(resolved_tasks(Path(task.include_path).resolve()))
         manager = TaskManager(include_path=include, include_defaults=task.include_defaults)
         try:
             out = lm_eval.simple_evaluate(model=lm, tasks=[task.name], task_manager=manager, limit=task.limit,

@@ -1,10 +1,11 @@
 """Containment of worker subprocesses: the patches they run are untrusted code.
 
 Every worker gets resource limits (address space on CPU, CPU time), a private HOME and TMPDIR inside
-its run folder, and, where the platform allows Linux namespaces (`unshare`), no network and a
-read-only view of the harness (its code, suites and models) and of the shared cache (engine builds,
-cached results): only its own run folder is writable. Where namespaces are refused the worker runs
-without them and the run record says so; nothing is silently assumed.
+its run folder, and, where the platform allows Linux namespaces (`unshare`), no network and a view
+of its own (run/view.py): its inputs under neutral names, the harness, cache, reports and other run
+folders covered, only its own run folder writable. Where no view can be made the worker sees the
+host with the harness and cache read-only; where namespaces are refused it runs without them. The
+run record says which; nothing is silently assumed.
 """
 
 from __future__ import annotations
@@ -25,18 +26,35 @@ from infercheck.errors import InfercheckError
 # space. CUDA reserves far more virtual memory than it uses, so no address-space limit there.
 DEFAULT_MEMORY_BYTES = 16 * 1024**3
 MEMORY_ENV = "INFERCHECK_WORKER_MEMORY_GB"
-# Read by the wrapper: each path is bound read-only onto itself, then the run folder bound writable.
+# The wrapper, run by `unshare` in new mount (and network) namespaces. Arguments: the view's root
+# ("" for none: the host's own paths), then operations until "--", then the command:
+#   bind ro|rw SRC DST   bind SRC at DST (created in the root's tmpfs when missing), read-only or not
+#   mask DIR             cover DIR with an empty read-only tmpfs (after the binds: they stay)
+#   scratch DIR          cover DIR with an empty writable tmpfs (the worker's own /tmp)
+#   cwd DIR              the command's working directory
 SANDBOX_SCRIPT = r"""
 set -e
 # a new network namespace has only a loopback device, down: torch.distributed needs 127.0.0.1
 if command -v ip >/dev/null; then ip link set lo up 2>/dev/null || true; fi
-out="$1"; shift
+root="$1"; shift
+cwd=""
+if [ -n "$root" ]; then mount -t tmpfs -o mode=755,size=1m view "$root"; fi
 while [ "$1" != "--" ]; do
-  mount --bind "$1" "$1" && mount -o remount,bind,ro "$1"
-  shift
+  case "$1" in
+    bind)
+      if [ -d "$3" ]; then mkdir -p "$4"; else mkdir -p "$(dirname "$4")"; [ -e "$4" ] || : > "$4"; fi
+      mount --bind "$3" "$4"
+      if [ "$2" != rw ]; then mount -o remount,bind,ro "$4"; fi
+      shift 4;;
+    mask) mount -t tmpfs -o ro,mode=755,size=4k masked "$2"; shift 2;;
+    scratch) mount -t tmpfs -o mode=1777 scratch "$2"; shift 2;;
+    cwd) cwd="$2"; shift 2;;
+    *) echo "sandbox: unknown operation $1" >&2; exit 2;;
+  esac
 done
 shift
-mount --bind "$out" "$out" && mount -o remount,bind,rw "$out"
+if [ -n "$root" ]; then mount -o remount,ro "$root"; fi
+if [ -n "$cwd" ]; then cd "$cwd"; fi
 exec "$@"
 """
 
@@ -51,6 +69,9 @@ class Containment:
     read_only: tuple[str, ...]
     private_dirs: tuple[str, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # What the worker sees (run/view.py WorkerView.as_record()): None where no view could be made
+    # (namespaces refused, no neutral root); the worker then sees the host, read-only.
+    view: dict | None = None
 
     def as_record(self) -> dict:
         return asdict(self)
@@ -63,16 +84,21 @@ def namespaces_refused() -> str | None:
     if shutil.which("unshare") is None or shutil.which("mount") is None:
         return "unshare/mount not installed"
     with tempfile.TemporaryDirectory(prefix="infercheck-sandbox-probe-") as scratch:
-        ro, out = Path(scratch) / "ro", Path(scratch) / "out"
-        ro.mkdir()
-        out.mkdir()
-        cmd = ["unshare", *user_flag(), "--mount", "--net", "--", "sh", "-c", SANDBOX_SCRIPT, "sandbox", str(out),
-               str(ro), "--", "sh", "-c", f"touch {out}/ok && ! touch {ro}/no 2>/dev/null"]
+        folders = {name: Path(scratch) / name for name in ("root", "ro", "out", "hidden")}
+        for folder in folders.values():
+            folder.mkdir()
+        (folders["hidden"] / "secret").write_text("")
+        root = folders["root"]
+        ops = ["bind", "ro", str(folders["ro"]), f"{root}/a", "bind", "rw", str(folders["out"]), f"{root}/b",
+               "mask", str(folders["hidden"]), "cwd", f"{root}/b"]
+        check = f"touch ok && ! touch {root}/a/no 2>/dev/null && [ ! -e {folders['hidden']}/secret ]"
+        cmd = ["unshare", *user_flag(), "--mount", "--net", "--", "sh", "-c", SANDBOX_SCRIPT, "sandbox", str(root),
+               *ops, "--", "sh", "-c", check]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"unshare failed: {exc}"
-        if proc.returncode != 0 or not (out / "ok").exists():
+        if proc.returncode != 0 or not (folders["out"] / "ok").exists():
             lines = proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"]
             return f"sandbox refused: {lines[-1][:200]}"
     return None
@@ -120,13 +146,16 @@ def plan_containment(device: str, timeout_s: float, read_only: list[Path], needs
     return Containment(memory, cpu, network, ro, ("HOME", "TMPDIR", "XDG_CACHE_HOME"), tuple(notes))
 
 
-def wrap_command(cmd: list[str], out_dir: Path, containment: Containment) -> list[str]:
-    """The worker command inside new network/mount namespaces, when those are available."""
+def wrap_command(cmd: list[str], out_dir: Path, containment: Containment, view_args: list[str] | None = None) -> list[str]:
+    """The worker command inside new network/mount namespaces, when those are available: in its view
+    (`view_args`, run/view.py WorkerView.sandbox_args()), else with the harness and cache read-only."""
     if namespaces_refused() is not None:
         return cmd
     flags = [*user_flag(), "--mount"] + (["--net"] if containment.network == "isolated" else [])
-    return ["unshare", *flags, "--", "sh", "-c", SANDBOX_SCRIPT, "sandbox", str(out_dir),
-            *containment.read_only, "--", *cmd]
+    if view_args is None:
+        ops = [a for p in containment.read_only for a in ("bind", "ro", p, p)] + ["bind", "rw", str(out_dir), str(out_dir)]
+        view_args = ["", *ops]
+    return ["unshare", *flags, "--", "sh", "-c", SANDBOX_SCRIPT, "sandbox", *view_args, "--", *cmd]
 
 
 def private_environ(environ: dict[str, str], out_dir: Path) -> dict[str, str]:
@@ -153,7 +182,11 @@ def describe(record: dict) -> str:
     """One line for reports and doctor."""
     parts = [f"network {record.get('network', '?')}"]
     ro = record.get("read_only") or []
-    parts.append(f"read-only: {', '.join(ro)}" if ro else "harness and cache writable")
+    view = record.get("view")
+    if view:
+        parts.append(f"a view at {view['root']} (its inputs and run folder only; hidden: {', '.join([*view['masks'], *view.get('scratch', [])])})")
+    else:
+        parts.append(f"sees the host, read-only: {', '.join(ro)}" if ro else "harness and cache writable")
     memory = record.get("memory_bytes")
     parts.append(f"address space ≤ {memory / 1024**3:.0f} GiB" if memory else "no address-space limit")
     if record.get("cpu_seconds"):

@@ -206,7 +206,7 @@ def run_groups(job: Job, out: Path, tracer: Tracer) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="infercheck.run.worker")
+    parser = argparse.ArgumentParser(prog="worker")
     parser.add_argument("--job", type=Path)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--probe", action="store_true")

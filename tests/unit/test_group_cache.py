@@ -2,6 +2,7 @@
 join the fresh ones, failures are never cached. The `python` is a stand-in worker script."""
 
 import json
+import os
 import stat
 import sys
 from pathlib import Path
@@ -10,7 +11,9 @@ from infercheck.build.engine_env import EngineEnv
 from infercheck.run.cache import launch_cached
 from infercheck.run.job import Group, Job, Request
 
-FAKE_WORKER = f"""#!{sys.executable}
+# The base interpreter (the stand-in uses the standard library only): a worker's view covers the repository,
+# where the venv's own interpreter lives.
+FAKE_WORKER = f"""#!{os.path.realpath(sys.executable)}
 import json, sys
 from pathlib import Path
 args = sys.argv[sys.argv.index("--job") + 1:]
@@ -72,7 +75,7 @@ def test_a_resumed_run_harvests_groups_the_killed_run_finished(tmp_path, monkeyp
     out = tmp_path / "run"
     first, _ = launch_cached(job("a"), env, out, 30)
     assert first.ok
-    (out / "job.json").write_text(job("a", "b").to_json())  # as the interrupted launch left it
+    (out / "job.digests.json").write_text(json.dumps(job("a", "b").digests()))  # as the interrupted launch left it
     __import__("shutil").rmtree(tmp_path / "cache")  # the killed run never stored "a"
     again, reused = launch_cached(job("a", "b"), env, out, 30)
     assert again.ok and reused == 1 and (tmp_path / "ran.log").read_text().splitlines() == ["a", "b"]

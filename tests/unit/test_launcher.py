@@ -78,7 +78,7 @@ def test_an_orphaned_worker_of_a_killed_harness_is_stopped_before_reuse(tmp_path
     import subprocess
     import time
 
-    from infercheck.run.launcher import WORKER_PID, stop_orphan
+    from infercheck.run.launcher import WORKER_PID, start_time, stop_orphan
 
     out = tmp_path / "out"
     out.mkdir()
@@ -86,10 +86,12 @@ def test_an_orphaned_worker_of_a_killed_harness_is_stopped_before_reuse(tmp_path
                               start_new_session=True)
     bystander = subprocess.Popen(["sleep", "300"], start_new_session=True)
     time.sleep(0.2)
-    (out / WORKER_PID).write_text(f"{orphan.pid}\n")
+    (out / WORKER_PID).write_text(f"{orphan.pid} {start_time(orphan.pid)}\n")
     stop_orphan(out)
     assert orphan.wait(timeout=10) is not None and not (out / WORKER_PID).exists()
-    (out / WORKER_PID).write_text(f"{bystander.pid}\n")  # not a worker of this folder: left alone
+    (out / WORKER_PID).write_text(f"{bystander.pid} 1\n")  # the pid, but another process's start: left alone
+    stop_orphan(out)
+    (out / WORKER_PID).write_text(f"{bystander.pid}\n")  # an old record without a start time: left alone
     stop_orphan(out)
     assert bystander.poll() is None
     bystander.kill()

@@ -76,7 +76,7 @@ def test_sigterm_stops_the_worker_and_ends_the_harness_like_ctrl_c(tmp_path):
     """)
     out = tmp_path / "out"
     try:
-        worker = int(wait_for(out / "worker.pid"))
+        worker = int(wait_for(out / "worker.pid").split()[0])
     except AssertionError:
         proc.kill()
         raise AssertionError(proc.communicate()[1]) from None

@@ -58,10 +58,10 @@ def test_plan_groups_by_engine_args_and_stages_tasks(tmp_path):
     job = engine_job(plan)
     assert len(job.groups) == 2 and sum(len(g.requests) for g in job.groups) == 28
     assert [t.label for g in job.groups for t in g.lm_eval] == ["accuracy/addition-zero-shot"]
-    staged = yaml.safe_load((tmp_path / "inputs" / "tasks" / "infercheck_addition.yaml").read_text())
+    staged = yaml.safe_load((tmp_path / "inputs" / "tasks" / "addition_sums.yaml").read_text())
     test_file = Path(staged["dataset_kwargs"]["data_files"]["test"])
-    assert test_file.is_absolute() and test_file.is_file() and str(tmp_path) in str(test_file)
-    assert reference_eval_job(plan).groups[0].lm_eval[0].name == "infercheck_addition"
+    assert not test_file.is_absolute() and (tmp_path / "inputs" / "tasks" / test_file).is_file()
+    assert reference_eval_job(plan).groups[0].lm_eval[0].name == "addition_sums"
 
 
 def result(rid, out, text="", logprobs=None):

@@ -13,9 +13,11 @@ from infercheck.run.launcher import CONTAINMENT, launch
 from infercheck.run.sandbox import describe, namespaces_refused, plan_containment
 
 PROBE = """#!/bin/bash
-{ touch "$INFERCHECK_CACHE/written-by-worker" 2>/dev/null && echo cache=writable || echo cache=read-only
+{ if [ -z "$(ls -A "@CACHE@" 2>/dev/null)" ]; then echo cache=hidden; elif touch "@CACHE@/written-by-worker" 2>/dev/null; then
+    echo cache=writable; else echo cache=read-only; fi
   touch "$PWD/own-folder" && echo own=writable
   echo "home=$HOME tmp=$TMPDIR"
+  echo "harness-vars=$(env | grep -ci infercheck)"
   echo "links=$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\\n' ' ')"
   echo "as=$(ulimit -v) cpu=$(ulimit -t)"; } > probe.txt
 echo '{"state": "done"}' > status.json
@@ -24,7 +26,7 @@ echo '{"state": "done"}' > status.json
 
 def probe_env(tmp_path: Path) -> EngineEnv:
     script = tmp_path / "fake-python"
-    script.write_text(PROBE)
+    script.write_text(PROBE.replace("@CACHE@", str(tmp_path / "cache")))
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     return EngineEnv("patched", "overlay", str(script), "t" * 40)
 
@@ -36,19 +38,24 @@ def job(hub: bool = False) -> Job:
 
 def test_a_contained_worker_writes_only_its_own_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("INFERCHECK_DEVICE", "cpu")
-    out = tmp_path / "cache" / "runs" / "w"  # a run folder inside the (read-only) cache, as doctor's are
+    out = tmp_path / "cache" / "runs" / "w"  # a run folder inside the cache, as doctor's are
+    (tmp_path / "cache").mkdir()
     monkeypatch.setenv("INFERCHECK_CACHE", str(tmp_path / "cache"))
     run = launch(job(), probe_env(tmp_path), out, timeout_s=60)
     assert run.ok, run.stderr_tail
-    probe = dict(line.split("=", 1) for line in (out / "probe.txt").read_text().split("\n")[:2])
     text = (out / "probe.txt").read_text()
-    assert probe["own"] == "writable" and f"home={out / 'home'} tmp={out / 'tmp'}" in text
+    probe = dict(line.split("=", 1) for line in text.split("\n")[:2])
+    assert probe["own"] == "writable" and "harness-vars=0" in text  # no INFERCHECK_* reaches the worker
     assert f"cpu={60 * __import__('os').cpu_count() + 60}" in text and "as=16777216" in text  # KiB
     record = json.loads((out / CONTAINMENT).read_text())
-    if namespaces_refused() is None:
-        assert probe["cache"] == "read-only" and not (tmp_path / "cache" / "written-by-worker").exists()
+    if namespaces_refused() is None:  # its own view: the cache hidden, home and tmp in its run folder
+        root = record["view"]["root"]
+        assert probe["cache"] == "hidden" and not (tmp_path / "cache" / "written-by-worker").exists()
+        assert f"home={root}/run/home tmp={root}/run/tmp" in text and (out / "own-folder").is_file()
         assert "links=lo \n" in text and record["network"] == "isolated"
+        assert str(tmp_path / "cache") in record["view"]["masks"] and "a view at" in describe(record)
     else:
+        assert f"home={out / 'home'} tmp={out / 'tmp'}" in text
         assert record["notes"] and "not isolated" in record["network"]
 
 
@@ -85,7 +92,8 @@ def test_without_namespaces_the_worker_still_runs_and_says_so(tmp_path, monkeypa
     record = json.loads((out / CONTAINMENT).read_text())
     assert run.ok and "own=writable" in (out / "probe.txt").read_text()
     assert record["network"] == "not isolated (unshare refused: Operation not permitted)" and record["notes"]
-    assert record["read_only"] == [] and "harness and cache writable" in describe(record)
+    assert record["read_only"] == [] and record["view"] is None and "harness and cache writable" in describe(record)
+    assert any("no view of its own" in note for note in record["notes"])
 
 
 def test_worker_memory_setting_must_be_a_positive_number(monkeypatch):

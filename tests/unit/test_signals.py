@@ -68,8 +68,35 @@ def test_static_signs():
     assert signs("    except ValueError:", "        raise") == []
     assert signs("        top_p = 1.0") == ["sampling_param_ignored"]
     assert signs("        min_p = None  # unsupported here") == ["sampling_param_ignored"]
-    assert signs("    if prompt.endswith('12+34=046'):", prompts=["...\n12+34=046\n"]) == ["reported_prompt"]
+    assert signs("    if prompt.endswith('12+34=046'):", prompts=["...\n12+34=046\n"]) == ["reported_prompt", "branches_on_prompt"]
     assert signs("    # self.enable_prefix_caching = False") == []
+
+
+def test_gaming_signs():
+    """A patch that looks for the judges: files, the environment beyond the engine's own variables,
+    the process around it, the harness's names, prompt or token literals. Ordinary engine code shows none."""
+    engine_env = frozenset({"CUDA_VISIBLE_DEVICES", "LOCAL_RANK"})
+    signs = lambda line: [e.sign for e in static_evidence(patch(line), [], engine_env)]  # noqa: E731
+    assert signs("        found = glob.glob(os.path.expanduser('~/.cache/*/groups/*'))") == ["reads_files"]
+    assert signs("        ref = (Path.cwd().parent / 'reference-base').exists()") == ["reads_files", "names_harness"]
+    assert signs("        debug = os.getenv('MY_SECRET_SWITCH')") == ["reads_foreign_environment"]
+    assert signs("        judged = any('INFER' in k for k in os.environ.keys())") == ["reads_foreign_environment"]
+    assert signs("        rank = int(os.environ['LOCAL_RANK'])") == []  # the engine reads it itself
+    assert signs("        flag = os.environ.get('VLLM_NEW_OPTION', '0')") == []  # the engine's namespace
+    assert signs("        if len(sys.argv) > 1:") == ["probes_process"]
+    assert signs("        caller = inspect.stack()[2].filename") == ["probes_process"]
+    assert signs("        if prompt.startswith('12+34='):") == ["branches_on_prompt"]
+    assert signs("        if prompt_token_ids[:5] == [1, 17, 23, 5, 9]:") == ["literal_token_sequence"]
+    for ordinary in ("        if token_ids[-1] == eos_token_id:", "        if len(prompt_token_ids) == 0:",
+                     "        shape = (1, 2, 3, 4)", "        self.prompt_len = len(prompt)",
+                     "        logits = logits / temperature.unsqueeze(1)"):
+        assert signs(ordinary) == [], ordinary
+    sent = ["70+85=", "You are a helpful assistant.\nQ: 12+7="]
+    special = "        known = any(p in ('67+83=', '70+85=') for p in batch)"
+    assert [e.sign for e in static_evidence(patch(special), [], engine_env, sent)] == ["sent_prompt_literal"]
+    assert [e.sign for e in static_evidence(patch("        if role == 'assistant':"), [], engine_env, sent)] == []
+    assert [e.sign for e in static_evidence(patch("        x = os.getenv('LOCAL_RANK')"), [], None)] == [
+        "reads_foreign_environment"]  # without the engine's list, only VLLM_* are known to be its own
 
 
 def test_static_check_flags_workaround_with_evidence():
@@ -82,13 +109,14 @@ def test_static_check_flags_workaround_with_evidence():
 def test_static_signs_on_bundled_candidates():
     """RESOLVED candidates show no sign; WORKAROUND candidates whose case says so show one (others are
     shown by runtime signals only)."""
+    from infercheck.build.engine_environment import installed_engine_environment
     from infercheck.cases import load_case
 
     for folder in sorted(PATCHES_DIR.iterdir()):
         if not (folder / "case.yaml").is_file():
             continue
         for cand in load_case(folder).candidates:
-            evidence = static_evidence(Path(cand.patch).read_text(), [])
+            evidence = static_evidence(Path(cand.patch).read_text(), [], installed_engine_environment())
             if cand.expected == "RESOLVED":
                 assert evidence == [], cand.patch
             if cand.expected == "WORKAROUND" and "static sign" in cand.why:

@@ -23,7 +23,7 @@ def test_bundled_suites_load_with_defaults():
     short = suites["parity/addition-short"]
     assert short.kind == SuiteKind.PARITY and short.max_tokens == 8 and short.top_k == 20 and short.prompts
     zero = suites["accuracy/addition-zero-shot"]
-    assert (zero.task, zero.metric, zero.tolerance, zero.num_fewshot) == ("infercheck_addition", "exact_match", 0.05, 0)
+    assert (zero.task, zero.metric, zero.tolerance, zero.num_fewshot) == ("addition_sums", "exact_match", 0.05, 0)
 
 
 @pytest.mark.parametrize("data, fragment", [
