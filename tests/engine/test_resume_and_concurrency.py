@@ -45,7 +45,7 @@ def test_a_harness_killed_mid_run_resumes_without_redoing_finished_work(tmp_path
     while not read_jsonl(out / "runs" / "base" / "groups.jsonl") and time.time() < deadline:
         assert harness.poll() is None, "the run ended before it could be interrupted"
         time.sleep(0.5)
-    worker = int((out / "runs" / "base" / "worker.pid").read_text())
+    worker = int((out / "runs" / "base" / "worker.pid").read_text().split()[0])
     os.kill(harness.pid, signal.SIGKILL)  # the harness only: nothing of it can clean up
     harness.wait()
     assert gone_within(worker, 10.0), "the worker outlived its SIGKILLed harness"  # its lifeline broke
@@ -74,7 +74,7 @@ def test_sigterm_stops_the_workers_and_leaves_the_run_resumable(tmp_path):
     while not (pid_file.is_file() and pid_file.read_text().strip()) and time.time() < deadline:
         assert harness.poll() is None, "the run ended before it could be cancelled"
         time.sleep(0.2)
-    worker = int(pid_file.read_text())
+    worker = int(pid_file.read_text().split()[0])
     harness.send_signal(signal.SIGTERM)  # what a CI runner's cancel sends
     _, err = harness.communicate(timeout=60)
     assert harness.returncode == 143 and "Traceback" not in err, err[-3000:]
