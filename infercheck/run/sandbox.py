@@ -159,13 +159,17 @@ def wrap_command(cmd: list[str], out_dir: Path, containment: Containment, view_a
 
 
 def private_environ(environ: dict[str, str], out_dir: Path) -> dict[str, str]:
-    """HOME, TMPDIR and XDG_CACHE_HOME inside the run folder; the HF cache stays where it was."""
+    """HOME, TMPDIR, XDG_CACHE_HOME and the HF libraries' own writes inside the run folder; the HF
+    cache (models) stays where it was."""
     home, tmp = out_dir / "home", out_dir / "tmp"
     home.mkdir(parents=True, exist_ok=True)
     tmp.mkdir(parents=True, exist_ok=True)
     hf_home = environ.get("HF_HOME") or str(Path(environ.get("HOME", str(Path.home()))) / ".cache" / "huggingface")
+    # The HF cache is read-only in a worker's view (its models); what HF libraries write (converted
+    # datasets, dynamic modules) goes to the worker's own home.
     return {**environ, "HOME": str(home), "TMPDIR": str(tmp), "XDG_CACHE_HOME": str(home / ".cache"),
-            "HF_HOME": hf_home}
+            "HF_HOME": hf_home, "HF_DATASETS_CACHE": str(home / ".cache" / "datasets"),
+            "HF_MODULES_CACHE": str(home / ".cache" / "hf-modules")}
 
 
 def limit_resources(containment: Containment) -> Callable[[], None]:
