@@ -118,7 +118,7 @@ def grade(plan: Plan, stored: StoredRun, settings: Settings, patch_text: str) ->
                                      suite.description))
     checks += apps
     checks.append(static_check(patch_text, plan.reported_prompts(), installed_engine_environment(),
-                               sorted(texts.values()))))
+                               sorted(texts.values())))
     code_path = traced_code_path(plan, stored)
     if code_path is not None:
         checks.append(code_path)
