@@ -46,6 +46,7 @@ class CheckFlag(StrEnum):
     UNSTABLE = "unstable"  # disagrees with itself on repeat
     NOT_REPRODUCED = "not_reproduced"  # the symptom check passes on base: the bug did not show
     NOT_EXERCISED = "not_exercised"  # no check executes the patch's changed lines
+    GAMES_HARNESS = "games_harness"  # the patch looks for its judges (static signs): WORKAROUND with or without a symptom
 
 
 UNDECIDED_FLAGS = (CheckFlag.UNDERPOWERED, CheckFlag.UNSTABLE)  # leave a question open, not answered

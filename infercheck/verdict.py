@@ -2,7 +2,7 @@
 
 Precedence, first that applies: ERROR:<stage>, NOT_FIXED, COLLATERAL, SYMPTOM_ONLY, WORKAROUND,
 INCONCLUSIVE, RESOLVED. Without a symptom spec the question is only "does it regress?":
-ERROR:<stage>, COLLATERAL, INCONCLUSIVE, CLEAN.
+ERROR:<stage>, COLLATERAL, WORKAROUND (only a patch that looks for its judges), INCONCLUSIVE, CLEAN.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from infercheck.records import CheckResult, Flag, Verdict
 
 SYMPTOM_ORDER = (Headline.NOT_FIXED, Headline.COLLATERAL, Headline.SYMPTOM_ONLY, Headline.WORKAROUND,
                  Headline.INCONCLUSIVE)
-REGRESSION_ORDER = (Headline.COLLATERAL, Headline.INCONCLUSIVE)
+REGRESSION_ORDER = (Headline.COLLATERAL, Headline.WORKAROUND, Headline.INCONCLUSIVE)
 
 
 def check_flags(check: CheckResult, has_symptom: bool) -> list[Flag]:
@@ -38,6 +38,9 @@ def check_flags(check: CheckResult, has_symptom: bool) -> list[Flag]:
             where = "in the affected area" if check.affected else "(outside the symptom's declared area)"
             out.append(Flag(Headline.SYMPTOM_ONLY, check.name,
                             f"{check.name}: patched {how} {where} ({check.criterion})"))
+        elif flag == CheckFlag.GAMES_HARNESS:  # never a passing verdict, with or without a symptom spec
+            out.append(Flag(Headline.WORKAROUND, check.name,
+                            f"{check.name}: the patch looks for its judges: {check.workaround_reason() or 'static signs'}"))
         elif flag == CheckFlag.WORKAROUND and has_symptom:
             out.append(Flag(Headline.WORKAROUND, check.name,
                             f"{check.name}: {check.workaround_reason() or 'feature bypassed'}"))

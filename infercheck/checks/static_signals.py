@@ -37,6 +37,8 @@ PROMPT_BRANCH = re.compile(r"^\s*(if|elif|while|assert)\b.*\b(prompt\w*|\w*token
                            r"(==|!=|\bin\b|startswith|endswith|\bhash\()")
 TEXT_LITERAL = re.compile(r"(['\"])(?:\\.|(?!\1).){3,}\1")  # prompt text compared to a literal of 3+ characters
 TOKEN_SEQUENCE = re.compile(r"[\[(]\s*\d+\s*(,\s*\d+\s*){3,}[\])]")
+GAMING_SIGNS = ("reads_files", "reads_foreign_environment", "probes_process", "names_harness", "branches_on_prompt",
+                "literal_token_sequence", "sent_prompt_literal")
 COMPARISON = re.compile(r"==|!=|\bin\b|startswith|endswith")
 
 
@@ -134,7 +136,8 @@ def static_check(patch_text: str, reported_prompts: list[str], engine_env: froze
     patched = Observation(Variant.PATCHED, float(len(evidence)), not evidence, None, None,
                           StaticDetail(evidence[:10]))
     base = Observation(Variant.BASE, 0.0, True, None, None, StaticDetail(note="the unpatched tree has no added lines"))
-    flags = [CheckFlag.WORKAROUND] if evidence else []
+    gaming = [e for e in evidence if e.sign in GAMING_SIGNS]
+    flags = ([CheckFlag.WORKAROUND] if len(gaming) < len(evidence) else []) + ([CheckFlag.GAMES_HARNESS] if gaming else [])
     workaround = "static signs in the patch: " + "; ".join(
         f"{e.sign} at {e.file}:{e.line} `{e.text[:80]}`" for e in evidence[:3]) if evidence else None
     return CheckResult("static/patch-signs", CheckKind.STATIC, "signs", "no added line forces a feature off, swallows "

@@ -9,7 +9,7 @@ from infercheck.records import ValidationRun
 from infercheck.report.view import (answers, app_views, code_path_views, expected_matches, fmt_seconds,
                                     observation_cell, static_views)
 
-MARKED_FLAGS = (CheckFlag.REGRESSED, CheckFlag.WORKAROUND)  # shown as COLLATERAL / WORKAROUND markers
+MARKED_FLAGS = (CheckFlag.REGRESSED, CheckFlag.WORKAROUND, CheckFlag.GAMES_HARNESS)  # shown as markers (view._markers)
 STATUS_WORD = {"good": "ok", "warn": "check", "bad": "problem", "na": "n/a"}
 
 

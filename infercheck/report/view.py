@@ -152,6 +152,8 @@ def _quality(checks: list[CheckResult], everything: list[CheckResult]) -> Answer
         return Answer(q, "bad", f"No: {_names(bad)} {how}.", checks)
     if bad := _errored(checks):
         return Answer(q, "bad", f"Unknown: {_names(bad)} could not run on patched.", checks)
+    if gaming := _with(everything, CheckFlag.GAMES_HARNESS):
+        return Answer(q, "bad", f"Not shown: {_names(gaming)} finds the patch looking for its judges.", checks)
     if bypass := _with(everything, CheckFlag.WORKAROUND):
         return Answer(q, "warn", f"Only by a workaround: {_names(bypass)} shows the feature disabled or "
                       "bypassed.", checks)
@@ -462,6 +464,8 @@ def _markers(check: CheckResult) -> list[tuple[str, str]]:
         out.append(("COLLATERAL", "bad"))
     if CheckFlag.WORKAROUND in check.flags:
         out.append(("WORKAROUND", "warn"))
+    if CheckFlag.GAMES_HARNESS in check.flags:
+        out.append(("LOOKS FOR ITS JUDGES", "bad"))
     return out
 
 

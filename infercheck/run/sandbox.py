@@ -190,7 +190,7 @@ def describe(record: dict) -> str:
     if view:
         parts.append(f"a view at {view['root']} (its inputs and run folder only; hidden: {', '.join([*view['masks'], *view.get('scratch', [])])})")
     else:
-        parts.append(f"sees the host, read-only: {', '.join(ro)}" if ro else "harness and cache writable")
+        parts.append(f"read-only: {', '.join(ro)}" if ro else "harness and cache writable")
     memory = record.get("memory_bytes")
     parts.append(f"address space ≤ {memory / 1024**3:.0f} GiB" if memory else "no address-space limit")
     if record.get("cpu_seconds"):

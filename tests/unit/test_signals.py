@@ -106,6 +106,21 @@ def test_static_check_flags_workaround_with_evidence():
     assert static_check(patch("x = compute()"), []).flags == []
 
 
+def test_a_patch_that_looks_for_its_judges_never_passes():
+    """Gaming signs raise their own flag: WORKAROUND with a symptom spec and without one (where other
+    workaround signs do not count: the question there is only "does it regress?")."""
+    from infercheck.verdict import decide
+
+    gaming = static_check(patch("        found = glob.glob('/tmp/*/reference-base/*')"), [])
+    assert gaming.flags == ["games_harness"] and "looks for its judges" in decide([gaming], [], False).flags[0].message
+    assert decide([gaming], [], has_symptom=False).headline == "WORKAROUND"
+    assert decide([gaming], [], has_symptom=True).headline == "WORKAROUND"
+    plain = static_check(patch("        self.enable_prefix_caching = False"), [])
+    assert decide([plain], [], has_symptom=False).headline == "CLEAN"
+    both = static_check(patch("        self.enable_prefix_caching = False", "        x = sys.argv"), [])
+    assert both.flags == ["workaround", "games_harness"]
+
+
 def test_static_signs_on_bundled_candidates():
     """RESOLVED candidates show no sign; WORKAROUND candidates whose case says so show one (others are
     shown by runtime signals only)."""
