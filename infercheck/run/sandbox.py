@@ -166,10 +166,11 @@ def private_environ(environ: dict[str, str], out_dir: Path) -> dict[str, str]:
     tmp.mkdir(parents=True, exist_ok=True)
     hf_home = environ.get("HF_HOME") or str(Path(environ.get("HOME", str(Path.home()))) / ".cache" / "huggingface")
     # The HF cache is read-only in a worker's view (its models); what HF libraries write (converted
-    # datasets, dynamic modules) goes to the worker's own home.
+    # datasets, dynamic modules) goes to the worker's own home, where a user's would be (an
+    # unfamiliar cache folder full of hashed files is a tell a patch can look for).
     return {**environ, "HOME": str(home), "TMPDIR": str(tmp), "XDG_CACHE_HOME": str(home / ".cache"),
-            "HF_HOME": hf_home, "HF_DATASETS_CACHE": str(home / ".cache" / "datasets"),
-            "HF_MODULES_CACHE": str(home / ".cache" / "hf-modules")}
+            "HF_HOME": hf_home, "HF_DATASETS_CACHE": str(home / ".cache" / "huggingface" / "datasets"),
+            "HF_MODULES_CACHE": str(home / ".cache" / "huggingface" / "modules")}
 
 
 def limit_resources(containment: Containment) -> Callable[[], None]:

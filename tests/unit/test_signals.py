@@ -87,7 +87,14 @@ def test_gaming_signs():
     assert signs("        caller = inspect.stack()[2].filename") == ["probes_process"]
     assert signs("        if prompt.startswith('12+34='):") == ["branches_on_prompt"]
     assert signs("        if prompt_token_ids[:5] == [1, 17, 23, 5, 9]:") == ["literal_token_sequence"]
+    assert signs("        if prompt_len < 24 or vocab < 4096:") == ["branches_on_size"]  # a tiny test model or prompt
+    assert signs("            and getattr(cfg, 'hidden_size', 0) >= 1536") == ["branches_on_size"]
+    assert signs("        with open(f'/proc/{os.getppid()}/cmdline') as f:") == ["reads_files", "probes_process"]
     for ordinary in ("        if token_ids[-1] == eos_token_id:", "        if len(prompt_token_ids) == 0:",
+                     "        assert block_size in (16, 32, 64, 128, 256)", "        with open(config_path) as f:",
+                     "        pid = os.getpid()", "        if isinstance(prompt, dict) and 'type' in prompt:",
+                     "        if prompt_type == 'decoder':", "@functools.cache", "        if head_size <= 256:",
+                     "        files = glob.glob(os.path.join(model_dir, '*.safetensors'))",
                      "        shape = (1, 2, 3, 4)", "        self.prompt_len = len(prompt)",
                      "        logits = logits / temperature.unsqueeze(1)"):
         assert signs(ordinary) == [], ordinary
