@@ -8,23 +8,23 @@ import re
 from pathlib import Path
 
 from infercheck.build.tree import find_installed_engine
+from infercheck.env_reads import ENV_READ
 from infercheck.errors import InfercheckError
 
-ENV_NAME = re.compile(r"""(?:getenv|environ\.get|environ\.pop|environ\.setdefault)\(\s*["'](\w+)["']|"""
-                      r"""environ\[\s*["'](\w+)["']\s*\]|^\s*["'](\w+)["']\s*:\s*lambda""", re.MULTILINE)
+ENV_TABLE = re.compile(r"""^\s*["'](\w+)["']\s*:\s*lambda""", re.MULTILINE)  # vLLM's envs.py: name -> reader
 
 
 @functools.lru_cache(maxsize=4)
 def engine_environment(package_dir: Path) -> frozenset[str]:
-    """Every variable name the package's Python source reads from the environment (os.getenv,
-    os.environ[...] and .get, and vLLM's envs.py table of lambdas)."""
+    """Every variable name the package's Python source reads from the environment, found as the
+    static sign finds a patch's reads (ENV_READ), plus vLLM's envs.py table of lambdas."""
     names: set[str] = set()
     for path in package_dir.rglob("*.py"):
         try:
             text = path.read_text(errors="replace")
         except OSError:
             continue
-        names.update(n for m in ENV_NAME.finditer(text) for n in m.groups() if n)
+        names.update(n for pattern in (ENV_READ, ENV_TABLE) for m in pattern.finditer(text) for n in m.groups() if n)
     return frozenset(names)
 
 

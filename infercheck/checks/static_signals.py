@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from infercheck.env_reads import ENV_READ
 from infercheck.names import CheckFlag, CheckKind, Variant
 from infercheck.payloads import Evidence, StaticDetail, StaticPayload
 from infercheck.records import CheckResult, Observation
@@ -28,8 +29,6 @@ ANY_STRING = re.compile(r"(['\"])((?:\\.|(?!\1).)*)\1")
 # user's home, the working directory, /proc, /tmp, caches, parent folders.
 FILE_READ = re.compile(r"expanduser\(|\bPath\.home\(|\bgetcwd\(|\bPath\.cwd\(|['\"](/proc|/tmp|/root|/home|/var|~)\b|"
                        r"['\"/]\.cache\b|['\"]\.\.['\"/]|\bXDG_CACHE_HOME\b")
-ENV_READ = re.compile(r"\b(?:getenv|environ\.get|environ\.pop|environ\.setdefault)\(\s*['\"](\w+)['\"]|"
-                      r"\benviron\[\s*['\"](\w+)['\"]\s*\]|['\"](\w+)['\"]\s+(?:not\s+)?in\s+(?:os\.)?environ\b")
 ENV_WALK = re.compile(r"\benviron\s*\.\s*(items|keys|values|copy)\s*\(|\b(str|repr|dict|list)\s*\(\s*(os\.)?environ\s*\)")
 PROCESS_PROBE = re.compile(r"\bsys\.(argv|modules|_getframe|orig_argv)\b|\binspect\.(stack|currentframe|getouterframes)\b|"
                            r"\bgetppid\s*\(|\bpsutil\b|\btraceback\.(extract|format)_stack\b")

@@ -101,8 +101,7 @@ def launch(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float = DEFAULT_T
         containment = replace(containment, view=view.as_record(), notes=(*containment.notes, *view.notes))
         (out_dir / JOB_FILE).write_text(view_job(job, view).to_json())
         cmd = wrap_command([view.python, f"{view.root}/bin/main.py", "--job", f"{view.out_dir()}/{JOB_FILE}",
-                            "--out", view.out_dir()], out_dir, containment,
-                           [*view.sandbox_args(), "cwd", view.out_dir()])
+                            "--out", view.out_dir()], out_dir, containment, view.sandbox_args())
     else:
         containment = replace(containment, notes=(*containment.notes, f"no view of its own ({view}): the worker "
                                                   "sees the host's paths"))

@@ -7,6 +7,7 @@ score the same token sequences. Per-sample 0/1 results are returned for paired s
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,7 @@ def make_hf(model: Any, tokenizer: Any) -> Any:
     return HFLM(pretrained=model, tokenizer=tokenizer, batch_size=16, add_bos_token=True, device="cpu")
 
 
+@functools.lru_cache(maxsize=None)  # several suites share one staged folder: resolved once per worker
 def resolved_tasks(folder: Path) -> Path:
     """The task folder with each task's relative data files made absolute against it, written to a
     fresh temporary folder (the staged folder is read-only in a worker's view); the folder itself

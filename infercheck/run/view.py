@@ -69,8 +69,8 @@ class WorkerView:
         return next(b.target for b in self.binds if b.writable)
 
     def sandbox_args(self) -> list[str]:
-        """The wrapper's arguments (run/sandbox.py SANDBOX_SCRIPT): the root, then `bind ro|rw SRC DST`
-        and `mask DIR` operations, in order."""
+        """The wrapper's arguments (run/sandbox.py SANDBOX_SCRIPT): the root, then `bind ro|rw SRC DST`,
+        `mask DIR` and `scratch DIR` operations, in order, and the run folder as working directory."""
         args = [self.root]
         for bind in self.binds:
             args += ["bind", "rw" if bind.writable else "ro", bind.source, bind.target]
@@ -78,7 +78,7 @@ class WorkerView:
             args += ["mask", mask]
         for folder in self.scratch:
             args += ["scratch", folder]
-        return args
+        return args + ["cwd", self.out_dir()]
 
     def as_record(self) -> dict:
         return asdict(self)

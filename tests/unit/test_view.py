@@ -131,7 +131,7 @@ def test_the_sandbox_wrapper_carries_the_view_out(tmp_path):
              f" && ! test -e {secret} && ! test -e {sibling} && ! test -e {root}/engine0/overlay.json"
              f" && ! touch {root}/models/tiny-llama/x 2>/dev/null && ! touch {root}/new 2>/dev/null")
     cmd = ["unshare", *user_flag(), "--mount", "--", "sh", "-c", SANDBOX_SCRIPT, "sandbox", *view.sandbox_args(),
-           "cwd", view.out_dir(), "--", "sh", "-c", check]
+           "--", "sh", "-c", check]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
     assert (p["out"] / "written").is_file() and not Path("/tmp/scratch").exists()  # its /tmp is its own
