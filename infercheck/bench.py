@@ -54,6 +54,7 @@ class BenchResult:
     reuse: bool
     quick: bool
     cases: list[str] = field(default_factory=list)
+    seed: int | None = None  # the prompt draw every candidate ran with
 
     @property
     def mismatches(self) -> list[BenchRow]:
@@ -72,7 +73,7 @@ class BenchResult:
         return verdict_labels(self.rows)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"wall_s": self.wall_s, "reuse": self.reuse, "quick": self.quick, "cases": self.cases,
+        return {"wall_s": self.wall_s, "reuse": self.reuse, "quick": self.quick, "cases": self.cases, "seed": self.seed,
                 "correct": len(self.rows) - len(self.mismatches), "total": len(self.rows),
                 "matrix": self.matrix(), "case_seconds": self.case_seconds(),
                 "rows": [{**asdict(r), "matches": r.matches} for r in self.rows]}
@@ -139,7 +140,7 @@ def bug_outcome(run: ValidationRun) -> str:
 
 def run_bench(cases: list[Case], out: Path, options: Callable[[Case, Candidate, Path], ValidateOptions],
               validate: Validator, progress: Progress, reuse: bool = True, quick: bool = False,
-              bug_checks: bool = True) -> BenchResult:
+              bug_checks: bool = True, seed: int | None = None) -> BenchResult:
     """Validate each selected candidate into out/<case>/<candidate>/ and collect the verdicts. A
     case's bug check (candidate "bug") validates its bug.patch on the clean engine: `options`
     gets that pseudo-candidate and must drop the case's base patches for it."""
@@ -168,7 +169,7 @@ def run_bench(cases: list[Case], out: Path, options: Callable[[Case, Candidate, 
         progress(f"bench {case.id}/{cand.name}: {got} ({'as expected' if row.matches else 'MISMATCH'}) "
                  f"in {row.elapsed_s:.0f}s{reused_note(folder)}")
         rows.append(row)
-    return BenchResult(rows, round(time.time() - started, 1), reuse, quick, [c.id for c in cases])
+    return BenchResult(rows, round(time.time() - started, 1), reuse, quick, [c.id for c in cases], seed)
 
 
 def reused_note(folder: Path) -> str:

@@ -19,6 +19,15 @@ def add_variant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine-src", type=Path, help="a vLLM git checkout to use as the engine tree")
 
 
+def seed_arg(text: str) -> int:
+    from infercheck.draw import parse_seed
+
+    try:
+        return parse_seed(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--seed ")) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="infercheck", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -78,6 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--run-timeout", type=float, help="a time budget in seconds for the whole run (every worker)")
     val.add_argument("--no-reuse", action="store_true", help="do not reuse cached worker results")
     val.add_argument("--json", action="store_true", help="print verdict.json to stdout")
+    val.add_argument("--seed", type=seed_arg, help="the prompt draw's seed, to reproduce a run exactly "
+                                                   "(default: $INFERCHECK_SEED, else a fresh draw)")
     val.add_argument("--refuse-judge-edits", action="store_true",
                      help="refuse a patch that edits the engine's tests or CI config (default: flag it)")
 
@@ -109,6 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--out", type=Path, help="bench folder (default reports/bench/)")
     bench.add_argument("--timeout", type=float, default=900.0, help="per-worker timeout in seconds")
     bench.add_argument("--no-reuse", action="store_true", help="recompute base and reference for every candidate")
+    bench.add_argument("--seed", type=seed_arg, help="the prompt draw's seed, one for every candidate "
+                                                     "(default: $INFERCHECK_SEED, else a fresh draw)")
     bench.add_argument("--no-bug-checks", action="store_true",
                        help="skip validating each case's bug.patch on the clean engine (symptom must pass there)")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 import time
@@ -17,6 +18,7 @@ from infercheck.build.tree import engine_tree, find_installed_engine
 from infercheck.checks.parity import compare_greedy, summarize
 from infercheck.console import parse_engine_arg, progress
 from infercheck.device import detect_device
+from infercheck.draw import chosen_seed
 from infercheck.errors import InfercheckError
 from infercheck.models import zoo
 from infercheck.cases import load_case
@@ -179,7 +181,8 @@ def validate_options(args: argparse.Namespace) -> ValidateOptions:
                            timeout_s=args.timeout, reuse=not args.no_reuse,
                            refuse_judge_edits=getattr(args, "refuse_judge_edits", False),
                            run_timeout_s=getattr(args, "run_timeout", None),
-                           command="infercheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
+                           command="infercheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+                           seed=chosen_seed(getattr(args, "seed", None), os.environ))
     if args.case is not None:
         case = load_case(args.case)
         opts.base_patches = [*case.base_patches, *opts.base_patches]
@@ -280,11 +283,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     cases = load_cases(args.root or PATCHES_DIR, [c.strip() for c in args.cases.split(",") if c.strip()]
                        if args.cases else None)
     out = args.out or reports_dir() / "bench"
+    seed = chosen_seed(args.seed, os.environ)  # one draw for every candidate: base and reference are shared
+    progress(f"bench: prompt draw seed {seed}")
 
     def options(case, candidate, folder: Path) -> ValidateOptions:
         ns = argparse.Namespace(patch=candidate.patch, base_patch=[], engine_src=None, model=None, dtype="float32",
                                 symptom=None, case=case.folder, suites=None, apps=None, out=folder, fail_on=None,
-                                timeout=args.timeout, no_reuse=args.no_reuse, json=False)
+                                timeout=args.timeout, no_reuse=args.no_reuse, json=False, seed=seed)
         opts = validate_options(ns)
         opts.command = f"infercheck validate {shlex.quote(str(candidate.patch))} --case {shlex.quote(str(case.folder))}"
         if candidate.name == BUG:  # the bug itself, on the clean engine
@@ -294,13 +299,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return opts
 
     result = run_bench(cases, out, options, lambda opts: validate(opts, progress), progress,
-                       reuse=not args.no_reuse, quick=args.quick, bug_checks=not args.no_bug_checks)
+                       reuse=not args.no_reuse, quick=args.quick, bug_checks=not args.no_bug_checks, seed=seed)
     paths = write_bench(result, out)
     print(matrix_text(result.rows))
     for case, seconds in result.case_seconds().items():
         print(f"  {case}: {seconds:.0f}s")
     for row in result.mismatches:
         print(f"  MISMATCH {row.case}/{row.candidate}: expected {row.expected}, got {row.got} ({out / row.report})")
-    print(f"{len(result.rows) - len(result.mismatches)}/{len(result.rows)} as expected in {result.wall_s:.0f}s: "
+    print(f"{len(result.rows) - len(result.mismatches)}/{len(result.rows)} as expected in {result.wall_s:.0f}s "
+          f"(prompt draw seed {seed}): "
           f"{paths['index.html']}")
     return 1 if result.mismatches else 0

@@ -82,7 +82,7 @@ def app_checks(plan: Plan, stored: StoredRun, engine: dict[Variant, list[Request
                    for v in ENGINE_VARIANTS}
         checks.append(app_check(app, plan.app_reasons.get(app.name, ""),
                                 app.check_name in affected or app.name in affected, mine, refs, runtime, params,
-                                settings.profile, settings.signals, drift))
+                                settings.profile, settings.signals, drift, plan.draw))
     return checks
 
 

@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from infercheck.draw import IDENTITY, Draw
 from infercheck.errors import InfercheckError
 from infercheck.apps import load_apps
 from infercheck.models import zoo
@@ -41,6 +42,11 @@ class Intake:
     @property
     def model_name(self) -> str:
         return self.model_dir.name
+
+    @property
+    def draw(self) -> Draw:
+        """The run's prompt draw (draw.py); a run without a seed yet has the identity draw."""
+        return Draw(IDENTITY if self.opts.seed is None else self.opts.seed)
 
     @property
     def judges(self) -> list[str]:

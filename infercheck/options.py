@@ -13,6 +13,7 @@ import shutil
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
+from infercheck.draw import IDENTITY
 from infercheck.errors import InfercheckError
 from infercheck.paths import REPO_ROOT
 
@@ -40,6 +41,7 @@ class ValidateOptions:
     case: str | None = None
     expected: str | None = None
     command: str = ""
+    seed: int | None = None  # the prompt draw's seed (draw.py); None: a fresh one when the run starts
 
 
 def store_path(path: Path | None, run_dir: Path) -> str | None:
@@ -97,6 +99,7 @@ def load_options(run_dir: Path, purpose: str = "resume") -> ValidateOptions:
         raise InfercheckError(f"cannot {purpose} {run_dir}: unreadable {path}: {exc}") from None
     known = {f.name for f in fields(ValidateOptions)}
     kwargs = {k: v for k, v in data.items() if k in known}
+    kwargs.setdefault("seed", IDENTITY)  # a run recorded before prompt draws: the bundled instances
     for key in PATH_FIELDS:
         kwargs[key] = load_path(kwargs.get(key), run_dir)
     kwargs["base_patches"] = [load_path(p, run_dir) for p in kwargs.get("base_patches") or []]

@@ -21,6 +21,7 @@ from infercheck.build.tree import find_installed_engine
 from infercheck.build.variants import build_variants
 from infercheck.console import Progress
 from infercheck.device import detect_device
+from infercheck.draw import Draw
 from infercheck.execute import Runner, execute
 from infercheck.grade import Graded, Settings, grade
 from infercheck.intake import Intake, intake, save_selection, with_stored_selection
@@ -78,10 +79,20 @@ def grade_run(found: Intake, the_plan: Plan, run_dir: Path) -> Graded:
     return grade(the_plan, load_stored(run_dir / RUNS), Settings(found.profile, found.signals), found.patch.text)
 
 
+def with_seed(opts: ValidateOptions) -> ValidateOptions:
+    """The options with the run's prompt-draw seed fixed (a fresh one where none was given) and
+    named in the command that reproduces the run."""
+    seed = Draw.fresh().seed if opts.seed is None else opts.seed
+    command = opts.command if not opts.command or "--seed" in opts.command else f"{opts.command} --seed {seed}"
+    return replace(opts, seed=seed, command=command)
+
+
 def validate(opts: ValidateOptions, progress: Progress) -> tuple[ValidationRun, Path]:
     t0 = time.time()
     started = datetime.now(timezone.utc)
     timer = Timer(progress)
+    opts = with_seed(opts)
+    progress(f"prompt draw: seed {opts.seed}")
     found = intake(opts)
     timer.done("intake")
     the_plan = plan_for(found)
@@ -109,7 +120,8 @@ def validate(opts: ValidateOptions, progress: Progress) -> tuple[ValidationRun, 
                         f"{engine.distribution} {engine.version}", opts.command, started.isoformat(), 0.0,
                         timer.stages, graded.checks,
                         decide(graded.checks, graded_flags(found, graded), found.symptom is not None, opts.fail_on),
-                        opts.case, opts.expected, containment=read_containment(out / RUNS / "patched"))
+                        opts.case, opts.expected, containment=read_containment(out / RUNS / "patched"),
+                        seed=opts.seed)
     run.elapsed_s = round(time.time() - t0, 2)
     write_report(run, out)
     if out.parent == reports_dir():

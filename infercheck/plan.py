@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -20,6 +19,7 @@ import yaml
 from infercheck.app_ids import app_of
 from infercheck.models import zoo
 from infercheck.apps import AppSet, ModelFacts, app_sets
+from infercheck.draw import Draw
 from infercheck.checks.comparators import (needs_continuations, needs_full_distributions, needs_processing,
                                            needs_prompt_scoring, needs_reference)
 from infercheck.intake import Intake
@@ -65,9 +65,10 @@ class Plan:
     app_reasons: dict[str, str] = field(default_factory=dict)  # app name -> why it was selected
     app_models: dict[str, str] = field(default_factory=dict)  # app name -> model folder
     trace: list[str] = field(default_factory=list)  # engine files whose executed lines the workers record
+    draw: Draw = field(default_factory=Draw)  # the run's prompt draw (draw.py)
 
     def app_sets(self) -> dict[str, list[AppSet]]:
-        return {app.name: app_sets(app, ModelFacts.of(self.app_models[app.name])) for app in self.apps}
+        return {app.name: app_sets(app, ModelFacts.of(self.app_models[app.name]), self.draw) for app in self.apps}
 
     def accuracy_suites(self) -> list[Suite]:
         return [s for s in self.suites if s.kind == SuiteKind.ACCURACY]
@@ -94,7 +95,7 @@ class Plan:
 def plan_for(found: Intake, inputs_dir: Path | None = None) -> Plan:
     """Stage 2: the plan for an intake (lm-eval tasks staged into inputs_dir when given)."""
     plan = make_plan(str(found.model_dir), found.model_name, found.opts.dtype, found.suites, found.symptom,
-                     inputs_dir, found.apps, found.app_reasons, zoo.model_dir)
+                     inputs_dir, found.apps, found.app_reasons, zoo.model_dir, found.draw)
     plan.trace = traced_files(found.patch.classes)
     return plan
 
@@ -107,16 +108,19 @@ def traced_files(classes: dict[str, str]) -> list[str]:
 
 def make_plan(model: str, model_name: str, dtype: str, suites: list[Suite], symptom: SymptomSpec | None,
               inputs_dir: Path | None = None, apps: list[App] | None = None,
-              app_reasons: dict[str, str] | None = None, model_dir: Callable[[str], Path] | None = None) -> Plan:
-    """The plan; lm-eval tasks are staged into inputs_dir when given (else later, by stage_plan)."""
-    workloads = [Workload(s.name, dict(s.engine_args), build_prompts(s.prompts), s.max_tokens, s.top_k)
+              app_reasons: dict[str, str] | None = None, model_dir: Callable[[str], Path] | None = None,
+              draw: Draw = Draw()) -> Plan:
+    """The plan under a prompt draw; lm-eval tasks are staged into inputs_dir when given (else later,
+    by stage_plan)."""
+    workloads = [Workload(s.name, dict(s.engine_args), build_prompts(s.prompts, draw), s.max_tokens, s.top_k)
                  for s in suites if s.kind == SuiteKind.PARITY]
     if symptom is not None and symptom.kind not in PROMPTLESS_SYMPTOMS:
-        workloads.append(Workload(SYMPTOM, dict(symptom.engine_args), build_prompts(symptom.prompts),
+        workloads.append(Workload(SYMPTOM, dict(symptom.engine_args), build_prompts(symptom.prompts, draw),
                                   symptom.max_tokens, DEFAULT_TOP_K, dict(symptom.sampling)))
     apps = apps or []
     app_models = {a.name: str(model_dir(a.model)) if a.model and model_dir else model for a in apps}
-    plan = Plan(model, model_name, dtype, suites, symptom, workloads, [], apps, dict(app_reasons or {}), app_models)
+    plan = Plan(model, model_name, dtype, suites, symptom, workloads, [], apps, dict(app_reasons or {}), app_models,
+                draw=draw)
     if inputs_dir is not None:
         stage_plan(plan, inputs_dir)
     return plan
@@ -124,25 +128,33 @@ def make_plan(model: str, model_name: str, dtype: str, suites: list[Suite], symp
 
 def stage_plan(plan: Plan, inputs_dir: Path) -> None:
     accuracy = plan.accuracy_suites()
-    plan.tasks = stage_tasks(accuracy, inputs_dir) if accuracy else []
+    plan.tasks = stage_tasks(accuracy, inputs_dir, plan.draw) if accuracy else []
 
 
-def stage_tasks(suites: list[Suite], inputs_dir: Path) -> list[LmEvalTask]:
+def stage_tasks(suites: list[Suite], inputs_dir: Path, draw: Draw = Draw()) -> list[LmEvalTask]:
     """Copy the lm-eval task YAML and its data into the run folder's tasks/, data paths relative to
-    the task folder (a worker resolves them: the folder is bound elsewhere in its view, run/view.py)."""
+    the task folder (a worker resolves them: the folder is bound elsewhere in its view, run/view.py).
+    Each data file's rows are written in the draw's order, so a task's `limit` and its few-shot
+    sampling take other instances under another draw; each task carries the staged data's digest
+    (the cache keys on what was staged, not on the bundled files)."""
     tasks_dir = inputs_dir / "tasks"
     tasks_dir.mkdir(parents=True, exist_ok=True)
+    staged = hashlib.sha256()
     for src in sorted((SUITES_DIR / "accuracy" / "tasks").glob("*.yaml")):
         spec = yaml.safe_load(src.read_text())
         files = (spec.get("dataset_kwargs") or {}).get("data_files") or {}
         for split, rel in files.items():
             target = tasks_dir / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(SUITES_DIR / rel, target)
+            rows = (SUITES_DIR / rel).read_text().splitlines(keepends=True)
+            text = "".join(draw.order(rows, rel))
+            target.write_text(text)
+            staged.update(f"{rel}\0{text}\0".encode())
             files[split] = rel
         (tasks_dir / src.name).write_text(yaml.safe_dump(spec, sort_keys=False))
     return [LmEvalTask(name=s.task, label=s.name, include_path=str(tasks_dir), metrics=[s.metric], limit=s.limit,
-                       num_fewshot=s.num_fewshot, include_defaults=s.standard) for s in suites]
+                       num_fewshot=s.num_fewshot, include_defaults=s.standard, data_digest=staged.hexdigest()[:16])
+            for s in suites]
 
 
 def engine_job(plan: Plan, backend: str = "vllm") -> Job:

@@ -32,6 +32,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from infercheck.draw import Draw
 from infercheck.errors import InfercheckError
 from infercheck.models import zoo
 from infercheck.models.config_variants import ConfigVariant, variant_folder
@@ -47,9 +48,9 @@ class CacheRequest:
 
 
 class Chunks:
-    """Deterministic block-sized chunks of token ids: chunk(name) is the same for the same name."""
+    """Deterministic block-sized chunks of token ids: chunk(name) is the same for the same name and seed."""
 
-    def __init__(self, block_size: int, seed: int) -> None:
+    def __init__(self, block_size: int, seed: int | str) -> None:
         self.block_size, self.seed = block_size, seed
 
     def chunk(self, name: str, length: int | None = None) -> tuple[int, ...]:
@@ -63,7 +64,7 @@ class Chunks:
         return out + (self.chunk("tail:" + "-".join(names), tail) if tail else ())
 
 
-def sequence(block_size: int, seed: int = 0) -> list[CacheRequest]:
+def sequence(block_size: int, seed: int | str = 0) -> list[CacheRequest]:
     """The oracle's requests at one block size with room for every block (no eviction)."""
     c = Chunks(block_size, seed)
     half = block_size // 2
@@ -90,11 +91,11 @@ def sequence(block_size: int, seed: int = 0) -> list[CacheRequest]:
     return [CacheRequest(f"r{i:02d}-{name}", ids, salt) for i, (name, ids, salt) in enumerate(cases)]
 
 
-def eviction_sequence(block_size: int, seed: int = 0) -> list[CacheRequest]:
+def eviction_sequence(block_size: int, seed: int | str = 1) -> list[CacheRequest]:
     """Prompts of 4-5 blocks each, distinct, then the first ones again: on a cache of a few
     requests' blocks, later prompts evict earlier ones' blocks (least recently used first, a
     request's tail blocks before its head) and the repeats find what is left."""
-    c = Chunks(block_size, seed + 1)
+    c = Chunks(block_size, seed)
     cases = [
         ("fill-a", c.of("a0", "a1", "a2", "a3", tail=3)),
         ("fill-b", c.of("b0", "b1", "b2", "b3", tail=3)),
@@ -119,6 +120,7 @@ class CacheSet:
     num_blocks: int | None = None
     model: str | None = None  # a bundled model it runs on; None: the run's model
     window: int | None = None  # that model with its sliding window set to this (a config-only variant)
+    draw: Draw = Draw()  # the run's draw: which token ids the chunks are
 
     @property
     def twin_prefix(self) -> str:
@@ -149,7 +151,9 @@ class CacheSet:
         return args
 
     def requests(self) -> list[CacheRequest]:
-        return sequence(self.block_size) if self.num_blocks is None else eviction_sequence(self.block_size)
+        if self.num_blocks is None:
+            return sequence(self.block_size, self.draw.tag(0))
+        return eviction_sequence(self.block_size, self.draw.tag(1))
 
 
 def bundled(name: Any, what: str) -> str:
@@ -158,16 +162,16 @@ def bundled(name: Any, what: str) -> str:
     return str(name)
 
 
-def cache_sets(workload: dict[str, Any]) -> list[CacheSet]:
+def cache_sets(workload: dict[str, Any], draw: Draw = Draw()) -> list[CacheSet]:
     """The oracle's cached engines: one per block size on the run's model, the small cache
     (`eviction`, on the full-attention model it names: the ideal replays full attention's pool), and
     one per block size on each `sliding_windows` variant of `window_model`."""
     blocks = [int(b) for b in workload.get("block_sizes") or (32, 64)]
-    out = [CacheSet(f"b{b}", b) for b in blocks]
+    out = [CacheSet(f"b{b}", b, draw=draw) for b in blocks]
     if ev := workload.get("eviction"):
         out.append(CacheSet(f"evict-b{int(ev['block_size'])}", int(ev["block_size"]), int(ev["num_blocks"]),
-                            bundled(ev.get("model"), "eviction's `model`")))
+                            bundled(ev.get("model"), "eviction's `model`"), draw=draw))
     if windows := [int(w) for w in workload.get("sliding_windows") or ()]:
         model = bundled(workload.get("window_model"), "`window_model`")
-        out += [CacheSet(f"w{w}-b{b}", b, model=model, window=w) for w in windows for b in blocks]
+        out += [CacheSet(f"w{w}-b{b}", b, model=model, window=w, draw=draw) for w in windows for b in blocks]
     return out

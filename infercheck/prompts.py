@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from infercheck.draw import Draw
 from infercheck.errors import InfercheckError
 from infercheck.models import addition
 from infercheck.paths import DATA_DIR
@@ -19,17 +20,20 @@ class Prompt:
     answer: str | None = None  # expected completion before the first newline, when known
 
 
-def _addition(spec: dict[str, Any], many_shot: bool) -> list[Prompt]:
+def _addition(spec: dict[str, Any], draw: Draw, many_shot: bool) -> list[Prompt]:
+    """Held-out questions from the spec's offset on (shifted by the draw: every set of a run by the
+    same amount, so sets the files keep apart stay apart), ids relative to the spec's offset."""
     test = addition.load_split(ADDITION / "test.jsonl")
     fewshot = addition.load_split(ADDITION / "fewshot.jsonl")
     count, offset = int(spec.get("count", 8)), int(spec.get("offset", 0))
     lo, hi = int(spec.get("min_chars", 400)), int(spec.get("max_chars", spec.get("min_chars", 400)))
+    question_shift, shot_shift = draw.shift(len(test), "addition-test"), draw.shift(len(fewshot), "addition-fewshot")
     prompts = []
     for i in range(count):
-        ex = test[(offset + i) % len(test)]
+        ex = test[(question_shift + offset + i) % len(test)]
         if many_shot:
             target = lo + (hi - lo) * i // max(1, count - 1)
-            shots = addition.shots_for_length(fewshot, target - len(ex.question), offset=offset + 7 * i)
+            shots = addition.shots_for_length(fewshot, target - len(ex.question), offset=shot_shift + offset + 7 * i)
             text = addition.many_shot_prompt(shots, ex)
         else:
             text = ex.question
@@ -37,7 +41,8 @@ def _addition(spec: dict[str, Any], many_shot: bool) -> list[Prompt]:
     return prompts
 
 
-def _literal(spec: dict[str, Any]) -> list[Prompt]:
+def _literal(spec: dict[str, Any], draw: Draw) -> list[Prompt]:
+    """The spec's own prompts (a bug report's words): the same under every draw."""
     items = spec.get("prompts") or []
     out = []
     for i, item in enumerate(items):
@@ -49,18 +54,19 @@ def _literal(spec: dict[str, Any]) -> list[Prompt]:
 
 
 PROMPT_SETS = {
-    "addition-zero-shot": lambda spec: _addition(spec, many_shot=False),
-    "addition-many-shot": lambda spec: _addition(spec, many_shot=True),
+    "addition-zero-shot": lambda spec, draw: _addition(spec, draw, many_shot=False),
+    "addition-many-shot": lambda spec, draw: _addition(spec, draw, many_shot=True),
     "literal": _literal,
 }
 
 
-def build_prompts(spec: dict[str, Any]) -> list[Prompt]:
-    """Expand a prompt-set spec, e.g. {set: addition-many-shot, count: 12, min_chars: 400}."""
+def build_prompts(spec: dict[str, Any], draw: Draw = Draw()) -> list[Prompt]:
+    """Expand a prompt-set spec, e.g. {set: addition-many-shot, count: 12, min_chars: 400}, under
+    the run's draw (draw.py; the default is the identity draw)."""
     name = spec.get("set", "literal")
     if name not in PROMPT_SETS:
         raise InfercheckError(f"unknown prompt set {name!r} (known: {', '.join(PROMPT_SETS)})")
-    prompts = PROMPT_SETS[name](spec)
+    prompts = PROMPT_SETS[name](spec, draw)
     if not prompts:
         raise InfercheckError(f"prompt set {name!r} is empty")
     return prompts

@@ -102,6 +102,7 @@ class ValidationRun:
     expected: str | None = None  # a bundled case's expected verdict, when known
     errors: list[str] = field(default_factory=list)
     containment: dict[str, Any] = field(default_factory=dict)  # what the patched worker was held to
+    seed: int | None = None  # the prompt draw's seed (None: a run recorded before draws, the bundled instances)
 
     def to_dict(self) -> dict[str, Any]:
         return to_data(self)

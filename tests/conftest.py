@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 PATCH_DIR = Path(__file__).parent / "data" / "patches"
+# The test session's prompt draw (infercheck/draw.py): not the identity draw, so every engine test
+# judges instances of the distributions that no bundled file names.
+TEST_SEED = 20261205
 
 
 @pytest.fixture(scope="session")
@@ -21,6 +24,7 @@ def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(autouse=True)
 def isolated_cache(session_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("INFERCHECK_CACHE", str(session_cache))
+    monkeypatch.setenv("INFERCHECK_SEED", str(TEST_SEED))  # one prompt draw for the session: cached groups are shared
     monkeypatch.delenv("INFERCHECK_DEVICE", raising=False)
     return session_cache
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from infercheck.checks.comparators import ComparatorInput, run_comparators, workaround_signs
 from infercheck.checks.signals import Runtime, throughput_signal, workaround_signals
+from infercheck.draw import Draw
 from infercheck.names import ENGINE_VARIANTS, CheckFlag, Variant
 from infercheck.payloads import AppDetail, AppPayload, Comparison, ReferenceDetail
 from infercheck.records import CheckResult, Observation
@@ -29,12 +30,13 @@ def observe(variant: Variant, comparisons: list[Comparison], runtime: Runtime, n
 def app_check(app: App, why: str, affected: bool, engine: dict[Variant, list[RequestResult]],
               refs: dict[Variant, dict[str, RequestResult]], runtime: dict[Variant, Runtime],
               params: dict[str, dict[str, Any]], profile: dict[str, float],
-              signals: dict[str, float], drift: float = 0.0) -> CheckResult:
+              signals: dict[str, float], drift: float = 0.0, draw: Draw = Draw()) -> CheckResult:
     """engine/refs/runtime: variant -> this app's results / reference scorings / runtime record;
-    drift: the whole patched run's log speed ratio to base (signals.machine_drift)."""
+    drift: the whole patched run's log speed ratio to base (signals.machine_drift); draw: the run's
+    prompt draw."""
     criterion = app.criterion or "; ".join(app.compare)
     comparisons = {v: [] if runtime[v].error else
-                   run_comparators(ComparatorInput(app, engine[v], refs[v], params, profile))
+                   run_comparators(ComparatorInput(app, engine[v], refs[v], params, profile, draw))
                    for v in ENGINE_VARIANTS}
     base, patched = (observe(v, comparisons[v], runtime[v], len(engine[v])) for v in ENGINE_VARIANTS)
     payload = AppPayload(runtime={v: runtime[v].record() for v in ENGINE_VARIANTS})

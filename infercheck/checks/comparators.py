@@ -24,6 +24,7 @@ from infercheck.checks import app_compare as cmp
 from infercheck.checks import positions as position_checks
 from infercheck.checks import prefix_cache
 from infercheck.checks import sampling_oracle as oracle
+from infercheck.draw import Draw
 from infercheck.payloads import Comparison, comparison_named
 from infercheck.run.job import RequestResult
 from infercheck.specs import App
@@ -38,6 +39,7 @@ class ComparatorInput:
     refs: dict[str, RequestResult]  # engine request id -> the reference's scoring of it
     params: dict[str, dict[str, Any]]  # engine request id -> its sampling params
     profile: dict[str, float]  # the tolerance profile (suites/tolerances.yaml) of the run's dtype
+    draw: Draw = Draw()  # the run's prompt draw (what a comparator rebuilding the requests needs)
 
     @property
     def workload(self) -> dict[str, Any]:
@@ -194,7 +196,7 @@ def seeds(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
             workaround=prefix_cache.lost_reuse_sign)
 def prefix_cache_hits(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
     """Each cached request gets the ideal prefix cache's cached tokens and its uncached twin's outputs."""
-    return prefix_cache.compare_prefix_cache(inp.results, prefix_grid.cache_sets(inp.workload), inp.profile["near_tie"])
+    return prefix_cache.compare_prefix_cache(inp.results, prefix_grid.cache_sets(inp.workload, inp.draw), inp.profile["near_tie"])
 
 
 @comparator("positions", prompts=True, shown=("failing_cells", "first_failure", "tolerance", "positions"),

@@ -87,4 +87,6 @@ def render_summary(run: ValidationRun) -> str:
                   + f" | {_cell(', '.join(c.flags)) or '—'} |" for c in run.checks]
     lines += _apps_table(run) + _static_line(run) + _code_path_line(run)
     lines += ["", "Reproduce:", "", _code_block(run.command), ""]
+    if run.seed is not None:
+        lines += [f"Prompts drawn with seed {run.seed} (`--seed {run.seed}` sends the same ones again).", ""]
     return "\n".join(lines)

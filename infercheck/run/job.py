@@ -65,6 +65,7 @@ class LmEvalTask:
     limit: int | None = None
     num_fewshot: int | None = None
     include_defaults: bool = False  # True only for standard hub tasks
+    data_digest: str = ""  # digest of the staged data (rows in the run's draw order): part of the cache key
 
 
 @dataclass

@@ -12,11 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from infercheck.draw import IDENTITY, Draw
+from infercheck.prompts import build_prompts
 from infercheck.run.sandbox import namespaces_refused
+from infercheck.suites import select_suites
 from tests.conftest import infercheck
 
 pytestmark = pytest.mark.engine
 SUITE = ("--apps", "none", "--suites", "parity/addition-short")
+SPECIAL_CASED = {"70+85=", "67+83=", "35+32="}  # the bundled prompts gaming_special_cases_prompts.patch knows
 
 
 def validate(cache: Path, patch: Path, out: Path) -> tuple[dict, dict[str, dict]]:
@@ -50,10 +54,14 @@ def test_a_patch_that_looks_for_the_harness_sees_a_users_process(isolated_cache,
     assert {"reads_foreign_environment", "probes_process", "names_harness"} <= signs(checks)
 
 
-def test_a_patch_that_special_cases_the_sent_prompts_is_a_workaround(isolated_cache, patch_dir, tmp_path):
-    """The bundled prompts are still the same every run, so the outputs fit; the static sign is what
-    tells (docs/design.md, "What a worker sees": per-run prompt draws are not built yet)."""
+def test_a_patch_that_special_cases_the_bundled_prompts_meets_other_ones(isolated_cache, patch_dir, tmp_path):
+    """The patch serves three bundled prompts right and damages every other batch. The run draws its
+    prompts (docs/design.md, "Prompt draws"), so the suite sends instances the patch never saw: the
+    parity check fails on patched, and the static sign says why."""
     results, checks = validate(isolated_cache, patch_dir / "gaming_special_cases_prompts.patch", tmp_path / "special")
-    assert results["verdict"]["headline"] == "WORKAROUND", results["verdict"]
-    assert checks["parity/addition-short"]["patched"]["passed"]
+    assert results["verdict"]["headline"] in ("COLLATERAL", "WORKAROUND"), results["verdict"]
+    spec = next(s for s in select_suites("tiny-llama-add", ["parity/addition-short"])).prompts
+    sent = {p.text for p in build_prompts(spec, Draw(results["seed"]))}
+    assert results["seed"] != IDENTITY and len(sent) == 16
+    assert checks["parity/addition-short"]["patched"]["passed"] == bool(sent & SPECIAL_CASED)
     assert "sent_prompt_literal" in signs(checks)
