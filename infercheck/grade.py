@@ -15,6 +15,7 @@ from infercheck.checks.code_path import code_path_check
 from infercheck.checks.parity_check import parity_check
 from infercheck.checks.signals import machine_drift, runtime_of
 from infercheck.checks.static_signals import static_check
+from infercheck.prompts import source_texts
 from infercheck.checks.symptom import NAME as SYMPTOM_CHECK
 from infercheck.checks.symptom import app_symptom_check, symptom_check
 from infercheck.names import ENGINE_VARIANTS, CheckKind, Stage, SymptomKind, Variant, error_code
@@ -118,7 +119,7 @@ def grade(plan: Plan, stored: StoredRun, settings: Settings, patch_text: str) ->
                                      suite.description))
     checks += apps
     checks.append(static_check(patch_text, plan.reported_prompts(), installed_engine_environment(),
-                               sorted(texts.values())))
+                               [*sorted(texts.values()), *source_texts()]))
     code_path = traced_code_path(plan, stored)
     if code_path is not None:
         checks.append(code_path)

@@ -60,6 +60,12 @@ PROMPT_SETS = {
 }
 
 
+def source_texts() -> list[str]:
+    """What every draw's prompts are made of: the bundled questions and few-shot lines. A literal
+    taken from one of them is a prompt instance of some run, whichever this run's draw is."""
+    return [ex.text for split in ("test.jsonl", "fewshot.jsonl") for ex in addition.load_split(ADDITION / split)]
+
+
 def build_prompts(spec: dict[str, Any], draw: Draw = Draw()) -> list[Prompt]:
     """Expand a prompt-set spec, e.g. {set: addition-many-shot, count: 12, min_chars: 400}, under
     the run's draw (draw.py; the default is the identity draw)."""

@@ -11,13 +11,14 @@ import pytest
 from infercheck import prefix_grid
 from infercheck.apps import ModelFacts, app_sets, load_apps
 from infercheck.checks.prefix_cache import Served, ideal_cached_tokens
+from infercheck.checks.static_signals import static_evidence
 from infercheck.draw import IDENTITY, SEED_VARIABLE, Draw, chosen_seed, parse_seed
 from infercheck.errors import InfercheckError
 from infercheck.options import ValidateOptions, load_options, save_options
 from infercheck.paths import DATA_DIR
 from infercheck.pipeline import with_seed
 from infercheck.plan import make_plan, stage_tasks
-from infercheck.prompts import build_prompts
+from infercheck.prompts import build_prompts, source_texts
 from infercheck.suites import select_suites
 
 MANY_SHOT = {"set": "addition-many-shot", "count": 12, "min_chars": 400, "max_chars": 740, "offset": 200}
@@ -126,3 +127,15 @@ def test_a_run_records_its_seed_and_a_run_recorded_before_draws_reads_as_the_bun
     del stored["seed"]
     (tmp_path / "run" / "inputs" / "options.json").write_text(json.dumps(stored))
     assert load_options(tmp_path / "run").seed == IDENTITY
+
+
+def test_a_literal_from_another_draws_prompt_is_still_a_sent_prompt_literal():
+    """A patch written against one run's prompts is judged under another draw: the static sign looks
+    at what every draw's prompts are made of, not only at this run's."""
+    other = build_prompts({"set": "addition-zero-shot", "count": 4, "offset": 0}, SEEDS[1])
+    patch = ("--- a/vllm/x.py\n+++ b/vllm/x.py\n@@ -1,1 +1,2 @@\n x = 1\n"
+             f"+    if prompt == {other[0].text!r}: return cached\n")
+    this_run = [p.text for p in build_prompts(MANY_SHOT, SEEDS[0])]
+    assert other[0].text not in "".join(this_run)
+    signs = {e.sign for e in static_evidence(patch, [], None, [*this_run, *source_texts()])}
+    assert "sent_prompt_literal" in signs
