@@ -19,10 +19,9 @@ from infercheck.device import detect_device
 from infercheck.names import ENGINE_VARIANTS, SymptomKind, Variant
 from infercheck.options import ValidateOptions
 from infercheck.plan import Plan, engine_job, reference_eval_job, reference_job
-from infercheck.run.cache import launch_cached
+from infercheck.run.cache import launch_cached, run_pytest_cached
 from infercheck.run.job import Job
 from infercheck.run.launcher import WorkerRun
-from infercheck.run.pytest_runner import run_pytest
 from infercheck.run.store import REFERENCE_EVAL, RunOutcome, WorkerOutcome, pytest_folder, reference_worker
 
 
@@ -72,8 +71,13 @@ def run_workers(plan: Plan, base: EngineEnv, patched: EngineEnv, runner: Runner,
             return
     if plan.symptom is not None and plan.symptom.kind == SymptomKind.PYTEST:
         for variant, env in envs.items():
-            outcome.pytest[variant] = run_pytest(plan.symptom, env, runner.runs_dir / pytest_folder(variant),
-                                                 runner.opts.timeout_s, plan.trace)
+            started = time.time()
+            result, reused = run_pytest_cached(plan.symptom, env, runner.runs_dir / pytest_folder(variant),
+                                               runner.opts.timeout_s, plan.trace, runner.opts.reuse)
+            outcome.pytest[variant] = result
+            state = "passed" if result.passed else f"failed (exit {result.returncode})"
+            runner.progress(f"pytest {env.name}: {state}{', reused from cache' if reused else ''} "
+                            f"in {time.time() - started:.1f}s")
     reference_env = replace(installed_env(detect_device()), name="reference")
     for variant in ENGINE_VARIANTS:
         name = reference_worker(variant)

@@ -259,8 +259,15 @@ def reference_job(plan: Plan, results: list[RequestResult]) -> tuple[Job, dict[s
     with ids derived from what is scored: a group's scoring depends only on its engine group's
     outputs, so the cache reuses it across every candidate of a case that leaves those outputs alone.
 
+    The reference reads the prompt the harness sent (its text, tokenized by the reference's own
+    tokenizer, or its token ids), not the prompt ids the engine reports: an engine that alters its
+    prompt (drops, truncates, appends, re-tokenizes) is scored against what a user asked. Only an
+    agent session's later turns, whose context holds the engine's own earlier answers, are scored on
+    the context the engine reports.
+
     Returns the job and the map from engine request id to reference request id.
     """
+    sent = {r.id: r for g in engine_job(plan).groups for r in g.requests if not r.turns}
     groups: dict[str, Group] = {}
     id_map: dict[str, str] = {}
     scored: set[str] = set()
@@ -278,8 +285,11 @@ def reference_job(plan: Plan, results: list[RequestResult]) -> tuple[Job, dict[s
         if ref_id not in scored:
             scored.add(ref_id)
             outputs = spec.outputs(result)
+            request = sent.get(result.id)
+            text = request.prompt if request is not None and request.prompt_token_ids is None else None
+            ids = None if text is not None else list(request.prompt_token_ids) if request is not None else result.prompt_ids
             group.requests.append(Request(
-                id=ref_id, prompt_token_ids=result.prompt_ids, continuation_ids=outputs,
+                id=ref_id, prompt=text, prompt_token_ids=ids, continuation_ids=outputs,
                 candidate_ids=spec.candidates(result), logprobs=-1 if spec.full else 1,
                 prompt_logprobs=reference_prompt_logprobs(result, spec), sampling={"max_tokens": len(outputs)},
                 processors=processors))

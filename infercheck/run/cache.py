@@ -7,6 +7,10 @@ hash, the model files, the suite data, the worker code and the files the job tra
 without an entry run;
 the worker's rows and the cached rows end up together in the run folder. Entries are written to a
 temp folder and renamed into place, so a crashed or concurrent run never leaves half an entry.
+
+A pytest symptom's run is reused the same way (`run_pytest_cached`): keyed by the test's folder, the
+node id, the engine env, the traced files and the code that runs it; only an outcome the test
+itself decided (passed, or tests failed) is stored, never a timeout, an error or a crash.
 """
 from __future__ import annotations
 
@@ -22,13 +26,19 @@ from infercheck.build.engine_env import EngineEnv
 from infercheck.paths import DATA_DIR, SUITES_DIR, cache_dir
 from infercheck.run.job import (GROUPS, JOB_DIGESTS, JOB_FILE, LM_EVAL, RESULTS, SOURCES, STATUS, TRACE, Group, Job,
                                 read_jsonl)
-from infercheck.run.launcher import WorkerRun, classify, launch, stop_orphan
-from infercheck.run.store import read_json_file
+from infercheck.run.launcher import REUSED_FROM, WorkerRun, classify, launch, stop_orphan
+from infercheck.run.pytest_runner import run_pytest
+from infercheck.run.store import PytestOutcome, read_json_file
+from infercheck.specs import SymptomSpec
 
 RUN_DIR = Path(__file__).resolve().parent
 # The code a worker subprocess runs: what its rows depend on (the harness-side modules of run/ do not).
 WORKER_CODE = (*(RUN_DIR / f"{m}.py" for m in ("worker", "job", "vllm_backend", "hf_backend", "lm_eval_runner")),
                RUN_DIR.parent / "errors.py")
+# The code a pytest symptom runs under (run/traced_pytest.py and what it imports).
+PYTEST_CODE = (*(RUN_DIR / f"{m}.py" for m in ("traced_pytest", "worker", "lifeline", "job", "pytest_runner")),)
+PYTEST_DECIDED = (0, 1)  # pytest's exit codes for "passed" and "tests failed": what the test said
+PYTEST_OUTCOME = "outcome.json"
 ROW_FILES = (RESULTS, GROUPS, LM_EVAL)
 ENGINE = "engine.json"  # which engine env wrote a worker folder (a resume harvests only its own)
 
@@ -49,13 +59,62 @@ def group_key(job: Job, group: Group, env: EngineEnv) -> str:
     parts = {
         "job": [job.backend, job.model if group.model is None else None, job.dtype, job.seed, sorted(job.trace)],
         "group": data,
-        "engine": [env.strategy, env.tree_hash, env.python, list(env.pythonpath) if env.strategy == "installed" else []],
+        "engine": engine_identity(env),
         "model": digest_files([p for p in model.iterdir() if p.is_file()]) if model.is_dir() else str(model),
         "suite_data": digest_files([p for p in (SUITES_DIR / "accuracy" / "tasks").glob("*.yaml")]
                                    + [p for p in DATA_DIR.rglob("*.jsonl")]),
         "worker_code": digest_files(list(WORKER_CODE)),
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:24]
+
+
+def engine_identity(env: EngineEnv) -> list:
+    """What names an engine env in a cache key: the tree, the interpreter, for the installed engine
+    where its packages are, and the variables it runs under."""
+    return [env.strategy, env.tree_hash, env.python, list(env.pythonpath) if env.strategy == "installed" else [],
+            sorted(env.env.items())]
+
+
+def pytest_key(spec: SymptomSpec, env: EngineEnv, trace: list[str]) -> str:
+    """A pytest symptom run's cache key: every file of the folder its test file is in (the test, its
+    data, a conftest beside it), the node id, the engine env, the traced files and PYTEST_CODE. A
+    test that reads files elsewhere (a model folder) is keyed by its own folder only."""
+    folder = (Path(spec.path).parent / str(spec.pytest).split("::", 1)[0]).parent
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    parts = {"node": str(spec.pytest), "folder": {str(p.relative_to(folder)): digest_files([p]) for p in files},
+             "engine": engine_identity(env), "trace": sorted(trace), "code": digest_files(list(PYTEST_CODE))}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def run_pytest_cached(spec: SymptomSpec, env: EngineEnv, out_dir: Path, timeout_s: float, trace: list[str],
+                      reuse: bool = True) -> tuple[PytestOutcome, bool]:
+    """The symptom's pytest run in `env` (run/pytest_runner.py), or its stored outcome and files
+    (pytest.log, the trace) when the same run finished before. Returns (outcome, reused)."""
+    entry = cache_dir() / "pytest" / pytest_key(spec, env, trace)
+    stored = read_json_file(entry / PYTEST_OUTCOME) if reuse else None
+    if stored is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for path in entry.iterdir():
+            if path.name != PYTEST_OUTCOME:
+                shutil.copyfile(path, out_dir / path.name)
+        (out_dir / REUSED_FROM).write_text(f"{entry}\n")
+        return PytestOutcome(**stored), True
+    (out_dir / REUSED_FROM).unlink(missing_ok=True)
+    for stale in (TRACE, SOURCES):  # a trace left by an earlier run in this folder is not this run's
+        (out_dir / stale).unlink(missing_ok=True)
+    outcome = run_pytest(spec, env, out_dir, timeout_s, trace)
+    if outcome.returncode in PYTEST_DECIDED and (not trace or (out_dir / TRACE).is_file()):
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".tmp-"))
+        for path in out_dir.iterdir():
+            if path.is_file():
+                shutil.copyfile(path, tmp / path.name)
+        (tmp / PYTEST_OUTCOME).write_text(json.dumps(asdict(outcome)))
+        try:
+            os.replace(tmp, entry)
+        except OSError:  # another run stored the same entry first
+            shutil.rmtree(tmp, ignore_errors=True)
+    return outcome, False
 
 
 def rows_by_group(folder: Path) -> dict[str, dict[str, list[dict]]]:
@@ -168,5 +227,5 @@ def launch_cached(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float,
         join_traces({g.name: entries[g.name] for g in cached}, out_dir)
     (out_dir / JOB_FILE).write_text(job.to_json())
     if cached:
-        (out_dir / "reused-from").write_text("".join(f"{g.name} {entries[g.name]}\n" for g in cached))
+        (out_dir / REUSED_FROM).write_text("".join(f"{g.name} {entries[g.name]}\n" for g in cached))
     return run, len(cached)

@@ -22,7 +22,8 @@ from infercheck.device import detect_device
 from infercheck.paths import REPO_ROOT, cache_dir, reports_dir
 from infercheck.run.lifeline import Lifeline
 import infercheck.run.sandbox as sandbox
-from infercheck.run.sandbox import Containment, limit_resources, plan_containment, private_environ, wrap_command
+from infercheck.run.sandbox import (Containment, limit_resources, plan_containment, private_environ, worker_status,
+                                    wrap_command)
 from infercheck.errors import WorkerError
 from infercheck.run.job import (GROUPS, JOB_DIGESTS, JOB_FILE, LM_EVAL, RESULTS, STATUS, STDERR, STDOUT, GroupResult,
                                 Job, RequestResult, read_jsonl)
@@ -32,7 +33,8 @@ DEFAULT_TIMEOUT_S = 900.0
 CONTAINMENT = "containment.json"  # what the worker was held to (infercheck.run.sandbox)
 WORKER_PID = "worker.pid"  # the live worker's pid (= its process group) and start time, removed when it ends
 # Harness records a worker must not find in its folder (they name host paths): written after it ends.
-HARNESS_RECORDS = (CONTAINMENT, "reused-from")
+REUSED_FROM = "reused-from"  # in a run folder: which cache entries its rows came from
+HARNESS_RECORDS = (CONTAINMENT, REUSED_FROM)
 HARNESS_CODE = Path(__file__).resolve().parent.parent  # the infercheck package: the worker code is part of it
 STDERR_TAIL_LINES = 12
 
@@ -119,7 +121,7 @@ def launch(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float = DEFAULT_T
                                     preexec_fn=limit_resources(containment), pass_fds=(lifeline.read_fd,))
             (out_dir / WORKER_PID).write_text(f"{proc.pid} {start_time(proc.pid)}\n")
             try:
-                returncode: int | None = proc.wait(timeout=timeout_s)
+                returncode: int | None = worker_status(proc.wait(timeout=timeout_s), containment)
             except subprocess.TimeoutExpired:
                 kill_group(proc)
                 returncode = None

@@ -55,8 +55,13 @@ done
 shift
 if [ -n "$root" ]; then mount -o remount,ro "$root"; fi
 if [ -n "$cwd" ]; then cd "$cwd"; fi
+# PID 1 of its own PID namespace: stay, so the worker is an ordinary process (PID 1 ignores signals
+# it has no handler for) and its status comes back as a shell's, 128+N for a death by signal N
+if [ "$$" = 1 ]; then "$@"; exit $?; fi
 exec "$@"
 """
+PID_FLAGS = ("--pid", "--fork", "--kill-child", "--mount-proc")  # own PIDs and /proc; killed with unshare
+SIGNAL_STATUS = 128  # a shell's exit status for a child killed by signal N: 128 + N
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,7 @@ class Containment:
     # What the worker sees (run/view.py WorkerView.as_record()): None where no view could be made
     # (namespaces refused, no neutral root); the worker then sees the host, read-only.
     view: dict | None = None
+    own_pids: bool = False  # a PID namespace of its own: /proc shows the worker's processes only
 
     def as_record(self) -> dict:
         return asdict(self)
@@ -102,6 +108,31 @@ def namespaces_refused() -> str | None:
             lines = proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"]
             return f"sandbox refused: {lines[-1][:200]}"
     return None
+
+
+@functools.lru_cache(maxsize=1)
+def pid_namespace_refused() -> str | None:
+    """None when the wrapper can also give the worker a PID namespace of its own (with its own
+    /proc) on top of the mount and network ones, else why not. Probed once per process."""
+    if shutil.which("unshare") is None:
+        return "unshare not installed"
+    cmd = ["unshare", *user_flag(), "--mount", *PID_FLAGS, "--", "sh", "-c", 'test "$$" = 1 && test -d /proc/1']
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unshare --pid failed: {exc}"
+    if proc.returncode != 0:
+        lines = proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"]
+        return f"PID namespace refused: {lines[-1][:200]}"
+    return None
+
+
+def worker_status(returncode: int | None, containment: Containment) -> int | None:
+    """The worker's own exit status: a wrapper that stays PID 1 of the worker's namespace reports a
+    death by signal N as 128+N; this gives it back as -N, as for an unwrapped worker."""
+    if containment.own_pids and returncode is not None and SIGNAL_STATUS < returncode <= SIGNAL_STATUS + 64:
+        return SIGNAL_STATUS - returncode
+    return returncode
 
 
 def user_flag() -> list[str]:
@@ -143,7 +174,11 @@ def plan_containment(device: str, timeout_s: float, read_only: list[Path], needs
         notes.append("no address-space limit on CUDA (CUDA reserves more virtual memory than it uses)")
     cpu = int(timeout_s * (os.cpu_count() or 1)) + 60
     ro = () if refused else tuple(str(p) for p in read_only if Path(p).exists())
-    return Containment(memory, cpu, network, ro, ("HOME", "TMPDIR", "XDG_CACHE_HOME"), tuple(notes))
+    pids_refused = refused or pid_namespace_refused()
+    if pids_refused and not refused:
+        notes.append(f"the worker sees the host's processes in /proc ({pids_refused})")
+    return Containment(memory, cpu, network, ro, ("HOME", "TMPDIR", "XDG_CACHE_HOME"), tuple(notes),
+                       own_pids=pids_refused is None)
 
 
 def wrap_command(cmd: list[str], out_dir: Path, containment: Containment, view_args: list[str] | None = None) -> list[str]:
@@ -152,6 +187,7 @@ def wrap_command(cmd: list[str], out_dir: Path, containment: Containment, view_a
     if namespaces_refused() is not None:
         return cmd
     flags = [*user_flag(), "--mount"] + (["--net"] if containment.network == "isolated" else [])
+    flags += list(PID_FLAGS) if containment.own_pids else []
     if view_args is None:
         ops = [a for p in containment.read_only for a in ("bind", "ro", p, p)] + ["bind", "rw", str(out_dir), str(out_dir)]
         view_args = ["", *ops]
@@ -196,5 +232,6 @@ def describe(record: dict) -> str:
     parts.append(f"address space ≤ {memory / 1024**3:.0f} GiB" if memory else "no address-space limit")
     if record.get("cpu_seconds"):
         parts.append(f"CPU time ≤ {record['cpu_seconds']} s")
+    parts.append("own PID namespace" if record.get("own_pids") else "sees the host's processes")
     parts.append("private HOME/TMPDIR")
     return "; ".join(parts)

@@ -182,3 +182,26 @@ def test_app_symptom_check_reads_the_app_check():
     assert app_symptom_check(spec, app(crashed, ok)).flags == []  # a crash on base is the symptom reproducing
     assert app_symptom_check(spec, app(bad, crashed)).flags == ["error"]
     assert app_symptom_check(spec, app(crashed, crashed)).flags == ["symptom_fails"]
+
+
+def test_the_reference_scores_the_prompt_the_harness_sent_not_the_one_the_engine_reports(tmp_path):
+    """An engine that alters its prompt (here: reports other ids for it) is scored on what was sent:
+    the prompt's text (the reference tokenizes it) or its ids; a session's turns keep the engine's
+    context (its own answers are part of it)."""
+    from infercheck.apps import load_apps
+
+    suites = select_suites("x", ["addition-short"])
+    plan = make_plan("/m", "tiny-llama-add", "float32", suites, None, tmp_path, apps=[load_apps()["agent-multiturn"],
+                                                                                     load_apps()["prefix-cache"]])
+    sent = {r.id: r for g in engine_job(plan).groups for r in g.requests}
+    text_id = next(i for i in sent if i.startswith("parity/addition-short#"))
+    ids_id = next(i for i, r in sent.items() if r.prompt_token_ids is not None)
+    session_id = next(i for i, r in sent.items() if r.turns) + ".t01"
+    altered = [RequestResult(rid, "g", [9, 9, 9], [5], "", "length", [[[5, -0.1]]], [-0.1])
+               for rid in (text_id, ids_id, session_id)]
+    job, id_map = reference_job(plan, altered)
+    scored = {r.id: r for g in job.groups for r in g.requests}
+    text, ids, session = (scored[id_map[rid]] for rid in (text_id, ids_id, session_id))
+    assert (text.prompt, text.prompt_token_ids) == (sent[text_id].prompt, None)
+    assert (ids.prompt, ids.prompt_token_ids) == (None, sent[ids_id].prompt_token_ids)
+    assert (session.prompt, session.prompt_token_ids) == (None, [9, 9, 9])

@@ -16,3 +16,38 @@ def test_pytest_node_outcome_follows_the_env(tmp_path):
     passing = run_pytest(spec, replace(env, env={**env.env, "FIXED": "1"}), tmp_path / "patched", timeout_s=120)
     assert failing.passed is False and "assert" in (tmp_path / "base" / "pytest.log").read_text()
     assert passing.passed is True and passing.returncode == 0
+
+
+def test_a_decided_pytest_run_is_reused_and_keyed_by_its_folder_and_env(tmp_path):
+    from infercheck.run.cache import run_pytest_cached
+
+    case = tmp_path / "case"
+    (case / "tests").mkdir(parents=True)
+    test = case / "tests" / "test_repro.py"
+    test.write_text("import os\n\ndef test_fixed():\n    assert os.environ.get('FIXED') == '1'\n")
+    spec = SymptomSpec("repro", "pytest", pytest="tests/test_repro.py::test_fixed", path=str(case / "symptom.yaml"))
+    env = installed_env("cpu")
+    first, reused = run_pytest_cached(spec, env, tmp_path / "run1", 120, [])
+    assert (first.passed, reused) == (False, False)
+    again, reused = run_pytest_cached(spec, env, tmp_path / "run2", 120, [])
+    assert (again, reused) == (first, True)  # a failing test is the test's answer: stored too
+    assert (tmp_path / "run2" / "pytest.log").read_text() == (tmp_path / "run1" / "pytest.log").read_text()
+    assert run_pytest_cached(spec, env, tmp_path / "run3", 120, [], reuse=False)[1] is False
+    fixed = replace(env, env={**env.env, "FIXED": "1"})  # another engine env: its own entry
+    passed, reused = run_pytest_cached(spec, fixed, tmp_path / "run4", 120, [])
+    assert (passed.passed, reused) == (True, False)
+    assert run_pytest_cached(spec, fixed, tmp_path / "run5", 120, []) == (passed, True)
+    test.write_text(test.read_text() + "\n\ndef test_other():\n    pass\n")  # the test changed: run again
+    assert run_pytest_cached(spec, env, tmp_path / "run6", 120, [])[1] is False
+
+
+def test_a_pytest_run_that_did_not_decide_is_never_stored(tmp_path):
+    from infercheck.run.cache import run_pytest_cached
+
+    (tmp_path / "case").mkdir()
+    (tmp_path / "case" / "test_broken.py").write_text("import no_such_module_here\n\ndef test_x():\n    pass\n")
+    spec = SymptomSpec("repro", "pytest", pytest="test_broken.py::test_x", path=str(tmp_path / "case" / "symptom.yaml"))
+    env = installed_env("cpu")
+    outcome, reused = run_pytest_cached(spec, env, tmp_path / "run1", 120, [])
+    assert outcome.returncode not in (0, 1) and not reused  # a collection error: the machine's or the test's setup
+    assert run_pytest_cached(spec, env, tmp_path / "run2", 120, [])[1] is False

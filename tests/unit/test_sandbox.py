@@ -10,7 +10,8 @@ import pytest
 from infercheck.build.engine_env import EngineEnv
 from infercheck.run.job import Group, Job, LmEvalTask, Request
 from infercheck.run.launcher import CONTAINMENT, launch
-from infercheck.run.sandbox import describe, namespaces_refused, plan_containment
+from infercheck.run.sandbox import (Containment, describe, namespaces_refused, pid_namespace_refused,
+                                    plan_containment, worker_status)
 
 PROBE = """#!/bin/bash
 { if [ -z "$(ls -A "@CACHE@" 2>/dev/null)" ]; then echo cache=hidden; elif touch "@CACHE@/written-by-worker" 2>/dev/null; then
@@ -19,7 +20,8 @@ PROBE = """#!/bin/bash
   echo "home=$HOME tmp=$TMPDIR"
   echo "harness-vars=$(env | grep -ci infercheck)"
   echo "links=$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\\n' ' ')"
-  echo "as=$(ulimit -v) cpu=$(ulimit -t)"; } > probe.txt
+  echo "as=$(ulimit -v) cpu=$(ulimit -t)"
+  echo "processes=$(ls /proc | grep -c '^[0-9]')"; } > probe.txt
 echo '{"state": "done"}' > status.json
 """
 
@@ -54,6 +56,9 @@ def test_a_contained_worker_writes_only_its_own_folder(tmp_path, monkeypatch):
         assert f"home={root}/run/home tmp={root}/run/tmp" in text and (out / "own-folder").is_file()
         assert "links=lo \n" in text and record["network"] == "isolated"
         assert str(tmp_path / "cache") in record["view"]["masks"] and "a view at" in describe(record)
+        if pid_namespace_refused() is None:  # /proc shows the worker's own few processes, not the host's
+            assert record["own_pids"] and "own PID namespace" in describe(record)
+            assert int(text.split("processes=")[1].split()[0]) < 10
     else:
         assert f"home={out / 'home'} tmp={out / 'tmp'}" in text
         assert record["notes"] and "not isolated" in record["network"]
@@ -94,6 +99,20 @@ def test_without_namespaces_the_worker_still_runs_and_says_so(tmp_path, monkeypa
     assert record["network"] == "not isolated (unshare refused: Operation not permitted)" and record["notes"]
     assert record["read_only"] == [] and record["view"] is None and "harness and cache writable" in describe(record)
     assert any("no view of its own" in note for note in record["notes"])
+
+
+def test_a_worker_killed_by_a_signal_is_named_so_inside_its_pid_namespace(tmp_path, monkeypatch):
+    """The wrapper stays PID 1 of the worker's namespace and hands back 128+N; the launcher reads it
+    back as the signal, as for an unwrapped worker."""
+    monkeypatch.setenv("INFERCHECK_DEVICE", "cpu")
+    script = tmp_path / "fake-python"
+    script.write_text("#!/bin/bash\nkill -SEGV $$\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    run = launch(job(), EngineEnv("patched", "overlay", str(script), "t" * 40), tmp_path / "w", timeout_s=60)
+    assert not run.ok and run.error_kind == "crash" and run.error.startswith("killed by SIGSEGV"), run.error
+    own = Containment(None, None, "isolated", (), (), own_pids=True)
+    assert [worker_status(s, own) for s in (0, 1, 139, 143, None)] == [0, 1, -11, -15, None]
+    assert worker_status(139, Containment(None, None, "isolated", (), ())) == 139
 
 
 def test_worker_memory_setting_must_be_a_positive_number(monkeypatch):
