@@ -220,11 +220,18 @@ def reference_spec(plan: Plan, result_id: str, set_models: dict[str, str] | None
                          needs_prompt_scoring(app.compare), needs_continuations(app.compare))
 
 
-def scoring_key(result: RequestResult, spec: ReferenceSpec, processors: dict[str, Any] | None) -> str:
+def scoring_key(result: RequestResult, spec: ReferenceSpec, processors: dict[str, Any] | None,
+                sent_ids: list[int] | None = None) -> str:
     """What a reference scoring depends on; the model by name, so a run folder read on another
-    checkout (regrade of a recorded run) pairs its rows the same way."""
+    checkout (regrade of a recorded run) pairs its rows the same way. `sent_ids`: the token ids the
+    harness sent, which the reference scores in place of the ids the engine reports (equal for an
+    engine that leaves its prompt alone, so the key is the same). A text prompt is keyed by the
+    engine's tokenization of it (the key needs no tokenizer, and recorded runs keep their ids): only
+    an engine that reports one tokenization for two different texts, so has altered at least one,
+    gets both scored against the first text."""
     # A prompt-only scoring has no outputs or candidates: the same scoring for every engine.
-    key: list[Any] = [Path(spec.model).name, spec.full, result.prompt_ids, spec.outputs(result),
+    prompt = result.prompt_ids if sent_ids is None else sent_ids
+    key: list[Any] = [Path(spec.model).name, spec.full, prompt, spec.outputs(result),
                       spec.candidates(result) or []]
     if processors is not None:  # appended only here: the ids of every other scoring stay as recorded
         key.append(processors)
@@ -278,16 +285,16 @@ def reference_job(plan: Plan, results: list[RequestResult]) -> tuple[Job, dict[s
         if spec is None:
             continue
         processors = processing_params(params.get(result.id, {})) if spec.processed else None
-        key = scoring_key(result, spec, processors)
+        request = sent.get(result.id)
+        text = request.prompt if request is not None and request.prompt_token_ids is None else None
+        ids = None if text is not None else list(request.prompt_token_ids) if request is not None else result.prompt_ids
+        key = scoring_key(result, spec, processors, ids)
         name = f"reference:{result.group}:{Path(spec.model).name}"
         group = groups.setdefault(name, Group(name, {}, [], model=spec.model))
         ref_id = f"{result.group}/r{hashlib.sha256(key.encode()).hexdigest()[:16]}"
         if ref_id not in scored:
             scored.add(ref_id)
             outputs = spec.outputs(result)
-            request = sent.get(result.id)
-            text = request.prompt if request is not None and request.prompt_token_ids is None else None
-            ids = None if text is not None else list(request.prompt_token_ids) if request is not None else result.prompt_ids
             group.requests.append(Request(
                 id=ref_id, prompt=text, prompt_token_ids=ids, continuation_ids=outputs,
                 candidate_ids=spec.candidates(result), logprobs=-1 if spec.full else 1,

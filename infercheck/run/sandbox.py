@@ -56,8 +56,15 @@ shift
 if [ -n "$root" ]; then mount -o remount,ro "$root"; fi
 if [ -n "$cwd" ]; then cd "$cwd"; fi
 # PID 1 of its own PID namespace: stay, so the worker is an ordinary process (PID 1 ignores signals
-# it has no handler for) and its status comes back as a shell's, 128+N for a death by signal N
-if [ "$$" = 1 ]; then "$@"; exit $?; fi
+# it has no handler for) and its status comes back as a shell's, 128+N for a death by signal N. The
+# worker runs in the background with this shell's stdin and stderr, and the shell's own stderr goes
+# nowhere: a shell reports a foreground child's death by signal ("Aborted") on stderr, which would
+# stand in the worker's stderr tail in place of the worker's own last line.
+if [ "$$" = 1 ]; then
+  exec 3>&2 4<&0 2>/dev/null
+  "$@" 2>&3 <&4 3>&- 4<&- &
+  wait $!; exit $?
+fi
 exec "$@"
 """
 PID_FLAGS = ("--pid", "--fork", "--kill-child", "--mount-proc")  # own PIDs and /proc; killed with unshare

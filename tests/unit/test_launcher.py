@@ -1,8 +1,10 @@
 """How the launcher records each way a worker can end. The `python` here is a stand-in script:
 these tests exercise the harness's process handling, not an engine."""
 
+import fcntl
 import json
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,7 @@ import pytest
 from infercheck.build.engine_env import EngineEnv
 from infercheck.errors import WorkerError
 from infercheck.run.job import Group, Job, Request, read_jsonl
-from infercheck.run.launcher import classify, is_alive, launch
+from infercheck.run.launcher import classify, launch
 
 
 def fake_python(tmp_path: Path, body: str) -> EngineEnv:
@@ -25,11 +27,27 @@ def job() -> Job:
 
 
 def test_timeout_kills_worker_and_its_children(tmp_path):
-    env = fake_python(tmp_path, "sleep 300 & echo $! > child.pid; sleep 300")
+    """The child holds a lock as long as it lives (a pid would not do: inside the worker's own PID
+    namespace it names another process out here)."""
+    env = fake_python(tmp_path, "flock child.lock sleep 300 & sleep 300")  # in its run folder
     run = launch(job(), env, tmp_path / "out", timeout_s=5)  # room for the sandbox set-up on a loaded machine
     assert not run.ok and run.error_kind == "timeout" and run.returncode is None
-    child = int((tmp_path / "out" / "child.pid").read_text())
-    assert not is_alive(child)
+    lock = tmp_path / "out" / "child.lock"
+    assert lock.exists()  # the child did start
+    assert lock_free_within(lock, seconds=10)
+
+
+def lock_free_within(path: Path, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    with path.open("a") as handle:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.1)
 
 
 def test_signal_death_is_a_crash_with_stderr_tail(tmp_path):

@@ -197,8 +197,8 @@ def test_the_reference_scores_the_prompt_the_harness_sent_not_the_one_the_engine
     text_id = next(i for i in sent if i.startswith("parity/addition-short#"))
     ids_id = next(i for i, r in sent.items() if r.prompt_token_ids is not None)
     session_id = next(i for i, r in sent.items() if r.turns) + ".t01"
-    altered = [RequestResult(rid, "g", [9, 9, 9], [5], "", "length", [[[5, -0.1]]], [-0.1])
-               for rid in (text_id, ids_id, session_id)]
+    altered = [RequestResult(rid, "g", [9, 9, 9], [output], "", "length", [[[output, -0.1]]], [-0.1])
+               for rid, output in ((text_id, 5), (ids_id, 5), (session_id, 6))]
     job, id_map = reference_job(plan, altered)
     scored = {r.id: r for g in job.groups for r in g.requests}
     text, ids, session = (scored[id_map[rid]] for rid in (text_id, ids_id, session_id))
