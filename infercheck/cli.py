@@ -87,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--run-timeout", type=float, help="a time budget in seconds for the whole run (every worker)")
     val.add_argument("--no-reuse", action="store_true", help="do not reuse cached worker results")
     val.add_argument("--json", action="store_true", help="print verdict.json to stdout")
+    val.add_argument("--quiet", action="store_true", help="no progress on stderr (live worker lines appear only on a terminal)")
     val.add_argument("--seed", type=seed_arg, help="the prompt draw's seed, to reproduce a run exactly "
                                                    "(default: $INFERCHECK_SEED, else a fresh draw)")
     val.add_argument("--refuse-judge-edits", action="store_true",
@@ -124,8 +125,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                      "(default: $INFERCHECK_SEED, else a fresh draw)")
     bench.add_argument("--no-bug-checks", action="store_true",
                        help="skip validating each case's bug.patch on the clean engine (symptom must pass there)")
+    bench.add_argument("--quiet", action="store_true", help="no progress on stderr (live worker lines appear only on a terminal)")
 
-    sub.add_parser("demo", help="the main job on the bundled default")
+    demo = sub.add_parser("demo", help="the main job on the bundled default")
+    demo.add_argument("--quiet", action="store_true", help="no progress on stderr (live worker lines appear only on a terminal)")
     return parser
 
 

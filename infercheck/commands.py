@@ -16,7 +16,7 @@ from infercheck.build.builder import build_variant
 from infercheck.build.engine_env import EngineEnv, installed_env
 from infercheck.build.tree import engine_tree, find_installed_engine
 from infercheck.checks.parity import compare_greedy, summarize
-from infercheck.console import parse_engine_arg, progress
+from infercheck.console import Console, parse_engine_arg, progress
 from infercheck.device import detect_device
 from infercheck.draw import chosen_seed
 from infercheck.errors import InfercheckError
@@ -202,12 +202,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if args.patch is not None:
             raise InfercheckError("give either a patch or --resume RUN_DIR (a resumed run keeps its own options)")
         opts = load_options(args.resume)
-        progress(f"resuming {args.resume}: {opts.command or opts.patch}")
     elif args.patch is None:
         raise InfercheckError("validate needs a patch (or --resume RUN_DIR)")
     else:
         opts = validate_options(args)
-    run, folder = validate(opts, progress)
+    with Console(quiet=args.quiet) as console:
+        if getattr(args, "resume", None) is not None:
+            console(f"resuming {args.resume}: {opts.command or opts.patch}")
+        run, folder = validate(opts, console, console.live)
     return print_verdict(run, folder, args.json)
 
 
@@ -270,8 +272,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     candidate = case.candidates[0]
     demo = argparse.Namespace(patch=candidate.patch, base_patch=[], engine_src=None, model=None, dtype="float32",
                               symptom=None, case=DEMO_CASE, suites=None, apps=None, out=None, fail_on=None, timeout=900.0,
-                              no_reuse=False, json=False)
-    progress(f"demo: validating {candidate.patch.relative_to(PATCHES_DIR.parent)} against case {case.id}")
+                              no_reuse=False, json=False, quiet=args.quiet)
+    if not args.quiet:
+        progress(f"demo: validating {candidate.patch.relative_to(PATCHES_DIR.parent)} against case {case.id}")
     code = cmd_validate(demo)
     return 0 if code in (0, 1) else code
 
@@ -284,7 +287,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
                        if args.cases else None)
     out = args.out or reports_dir() / "bench"
     seed = chosen_seed(args.seed, os.environ)  # one draw for every candidate: base and reference are shared
-    progress(f"bench: prompt draw seed {seed}")
 
     def options(case, candidate, folder: Path) -> ValidateOptions:
         ns = argparse.Namespace(patch=candidate.patch, base_patch=[], engine_src=None, model=None, dtype="float32",
@@ -298,8 +300,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
                             f"{shlex.quote(str(case.symptom))} --model {case.model}")
         return opts
 
-    result = run_bench(cases, out, options, lambda opts: validate(opts, progress), progress,
-                       reuse=not args.no_reuse, quick=args.quick, bug_checks=not args.no_bug_checks, seed=seed)
+    with Console(quiet=args.quiet) as console:
+        console(f"bench: prompt draw seed {seed}")
+        result = run_bench(cases, out, options, lambda opts: validate(opts, console, console.live), console,
+                           reuse=not args.no_reuse, quick=args.quick, bug_checks=not args.no_bug_checks, seed=seed)
     paths = write_bench(result, out)
     print(matrix_text(result.rows))
     for case, seconds in result.case_seconds().items():

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from infercheck.build.engine_env import EngineEnv, installed_env
 from infercheck.build.variants import Variants
-from infercheck.console import Progress
+from infercheck.console import LiveWorkers, Progress
 from infercheck.device import detect_device
 from infercheck.names import ENGINE_VARIANTS, SymptomKind, Variant
 from infercheck.options import ValidateOptions
@@ -31,6 +31,7 @@ class Runner:
     runs_dir: Path
     progress: Progress
     deadline: float | None = None  # --run-timeout: when the whole run's time is up (time.time())
+    live: LiveWorkers | None = None  # live worker lines on a terminal (infercheck/console.py)
 
     def run(self, job: Job, env: EngineEnv, name: str, outcome: RunOutcome) -> WorkerRun:
         """One worker under the per-worker timeout and what is left of the whole run's."""
@@ -43,7 +44,12 @@ class Runner:
                             f"before this worker")
             reused = 0
         else:
-            run, reused = launch_cached(job, env, self.runs_dir / name, timeout, reuse=self.opts.reuse)
+            try:
+                run, reused = launch_cached(job, env, self.runs_dir / name, timeout, reuse=self.opts.reuse,
+                                            watch=self.live.watch(env.name) if self.live else None)
+            finally:
+                if self.live is not None:
+                    self.live.finish(env.name)
             state = "ok" if run.ok else f"FAILED ({run.error_kind})"
             if reused:
                 state += f", {reused}/{len(job.groups)} group(s) reused from cache"

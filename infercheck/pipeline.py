@@ -19,7 +19,7 @@ from pathlib import Path
 
 from infercheck.build.tree import find_installed_engine
 from infercheck.build.variants import build_variants
-from infercheck.console import Progress
+from infercheck.console import LiveWorkers, Progress
 from infercheck.device import detect_device
 from infercheck.draw import Draw
 from infercheck.execute import Runner, execute
@@ -87,7 +87,8 @@ def with_seed(opts: ValidateOptions) -> ValidateOptions:
     return replace(opts, seed=seed, command=command)
 
 
-def validate(opts: ValidateOptions, progress: Progress) -> tuple[ValidationRun, Path]:
+def validate(opts: ValidateOptions, progress: Progress, live: LiveWorkers | None = None) -> tuple[ValidationRun, Path]:
+    """The whole pipeline for one patch; `progress` gets stage lines, `live` the running workers'."""
     t0 = time.time()
     started = datetime.now(timezone.utc)
     timer = Timer(progress)
@@ -108,7 +109,7 @@ def validate(opts: ValidateOptions, progress: Progress) -> tuple[ValidationRun, 
     save_options(opts, out)
     save_selection(found, out / "inputs")
     deadline = t0 + opts.run_timeout_s if opts.run_timeout_s else None
-    execute(the_plan, variants, Runner(opts, out / RUNS, progress, deadline))
+    execute(the_plan, variants, Runner(opts, out / RUNS, progress, deadline, live))
     timer.done("run")
     graded = grade_run(found, the_plan, out)
     timer.done("grade")

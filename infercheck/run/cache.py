@@ -26,7 +26,7 @@ from infercheck.build.engine_env import EngineEnv
 from infercheck.paths import DATA_DIR, SUITES_DIR, cache_dir
 from infercheck.run.job import (GROUPS, JOB_DIGESTS, JOB_FILE, LM_EVAL, RESULTS, SOURCES, STATUS, TRACE, Group, Job,
                                 read_jsonl)
-from infercheck.run.launcher import REUSED_FROM, WorkerRun, classify, launch, stop_orphan
+from infercheck.run.launcher import REUSED_FROM, Watch, WorkerRun, classify, launch, stop_orphan
 from infercheck.run.pytest_runner import run_pytest
 from infercheck.run.store import PytestOutcome, read_json_file
 from infercheck.specs import SymptomSpec
@@ -200,7 +200,7 @@ def harvest(out_dir: Path, job: Job, entries: dict[str, Path], env: EngineEnv) -
 
 
 def launch_cached(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float,
-                  reuse: bool = True) -> tuple[WorkerRun, int]:
+                  reuse: bool = True, watch: Watch | None = None) -> tuple[WorkerRun, int]:
     """Run the job's groups that have no cache entry, then add the cached ones' rows.
     Returns (run, number of groups reused)."""
     root = cache_dir() / "groups"
@@ -211,7 +211,7 @@ def launch_cached(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float,
     if todo:
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / ENGINE).write_text(json.dumps(engine_record(env)))
-        run = launch(replace(job, groups=todo), env, out_dir, timeout_s)
+        run = launch(replace(job, groups=todo), env, out_dir, timeout_s, watch)
         rows = rows_by_group(out_dir)
         for group in todo:
             store_group(rows, group.name, entries[group.name], out_dir if job.trace else None)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import Any, Callable
+from typing import Any
 
-from infercheck.run.job import Group, GroupResult, Job, Request, RequestResult, WorkerInputError
+from infercheck.run.job import Group, GroupResult, Job, Request, RequestResult, Sink, WorkerInputError
 
 SUPPORTED_SAMPLING = {"max_tokens", "temperature", "ignore_eos", "seed"}
 
@@ -108,8 +108,7 @@ def score(model: Any, request: Request, prompt_ids: list[int], eos_id: int | Non
     return result
 
 
-def run_group(job: Job, group: Group, emit: Callable[[RequestResult], None],
-              emit_samples: Callable[[list[dict[str, Any]]], None]) -> GroupResult:
+def run_group(job: Job, group: Group, sink: Sink) -> GroupResult:
     for request in group.requests:
         check_sampling(request)
     t0 = time.time()
@@ -129,11 +128,12 @@ def run_group(job: Job, group: Group, emit: Callable[[RequestResult], None],
         result.elapsed_s = round(time.time() - started, 4)
         prompt_tokens += len(prompt_ids)
         output_tokens += len(result.output_ids)
-        emit(result)
+        sink.emit(result)
+        sink.finished()
     elapsed = time.time() - t1
     if group.lm_eval:
         from infercheck.run.lm_eval_runner import make_hf, run_tasks
 
-        emit_samples(run_tasks(make_hf(model, tokenizer), group.lm_eval, group.name))
+        sink.emit_samples(run_tasks(make_hf(model, tokenizer), group.lm_eval, group.name))
     return GroupResult(group.name, group.engine_args, len(group.requests), prompt_tokens, output_tokens,
                        round(elapsed, 4), round(startup, 3))

@@ -10,7 +10,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from infercheck.errors import InfercheckError
 
@@ -181,6 +181,20 @@ class GroupResult:
     @property
     def tokens_per_s(self) -> float:
         return self.output_tokens / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+def ignore_progress() -> None:
+    """A sink's `finished` where nobody watches."""
+
+
+@dataclass(frozen=True)
+class Sink:
+    """Where a backend sends a group's output: result rows, lm-eval sample rows, and one call of
+    `finished` per finished request (live progress, infercheck/run/progress.py)."""
+
+    emit: Callable[[RequestResult], None]
+    emit_samples: Callable[[list[dict[str, Any]]], None]
+    finished: Callable[[], None] = ignore_progress
 
 
 RESULTS = "results.jsonl"

@@ -16,6 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 from infercheck.build.engine_env import EngineEnv
 from infercheck.device import detect_device
@@ -27,7 +28,11 @@ from infercheck.run.sandbox import (Containment, limit_resources, plan_containme
 from infercheck.errors import WorkerError
 from infercheck.run.job import (GROUPS, JOB_DIGESTS, JOB_FILE, LM_EVAL, RESULTS, STATUS, STDERR, STDOUT, GroupResult,
                                 Job, RequestResult, read_jsonl)
+from infercheck.run.progress import PROGRESS, WorkerProgress
 from infercheck.run.view import WorkerView, neutral_environ, plan_view, view_job
+
+Watch = Callable[[WorkerProgress], None]  # told a running worker's progress
+POLL_S = 0.5
 
 DEFAULT_TIMEOUT_S = 900.0
 CONTAINMENT = "containment.json"  # what the worker was held to (infercheck.run.sandbox)
@@ -90,11 +95,13 @@ def worker_view(job: Job, env: EngineEnv, out_dir: Path, environ: dict[str, str]
                      covered_folders(out_dir))
 
 
-def launch(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float = DEFAULT_TIMEOUT_S) -> WorkerRun:
+def launch(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float = DEFAULT_TIMEOUT_S,
+           watch: Watch | None = None) -> WorkerRun:
     """Run the job in a contained worker subprocess of `env` (infercheck.run.sandbox), in its own view
-    where the platform allows one (infercheck.run.view); never raises for worker failures."""
+    where the platform allows one (infercheck.run.view); never raises for worker failures. `watch`
+    is told the worker's progress while it runs (infercheck.run.progress)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    for stale in (RESULTS, GROUPS, LM_EVAL, STATUS, *HARNESS_RECORDS):
+    for stale in (RESULTS, GROUPS, LM_EVAL, STATUS, PROGRESS, *HARNESS_RECORDS):
         (out_dir / stale).unlink(missing_ok=True)
     containment = containment_for(job, timeout_s)
     environ = private_environ(env.environ(), out_dir)
@@ -121,7 +128,7 @@ def launch(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float = DEFAULT_T
                                     preexec_fn=limit_resources(containment), pass_fds=(lifeline.read_fd,))
             (out_dir / WORKER_PID).write_text(f"{proc.pid} {start_time(proc.pid)}\n")
             try:
-                returncode: int | None = worker_status(proc.wait(timeout=timeout_s), containment)
+                returncode: int | None = worker_status(wait_watching(proc, timeout_s, out_dir, watch), containment)
             except subprocess.TimeoutExpired:
                 kill_group(proc)
                 returncode = None
@@ -134,6 +141,22 @@ def launch(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float = DEFAULT_T
     elapsed = round(time.time() - started, 3)
     (out_dir / WORKER_PID).unlink(missing_ok=True)
     return classify(env.name, out_dir, returncode, elapsed, timeout_s)
+
+
+def wait_watching(proc: subprocess.Popen, timeout_s: float, out_dir: Path, watch: Watch | None) -> int:
+    """proc.wait(timeout_s), telling `watch` the worker's progress every POLL_S meanwhile."""
+    if watch is None:
+        return proc.wait(timeout=timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return proc.wait(timeout=max(0.0, min(POLL_S, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                raise
+            state = WorkerProgress.read(out_dir)
+            if state is not None:
+                watch(state)
 
 
 def start_time(pid: int) -> str:

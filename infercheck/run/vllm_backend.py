@@ -6,9 +6,10 @@ import gc
 import inspect
 import time
 from dataclasses import fields
-from typing import Any, Callable
+from typing import Any
 
-from infercheck.run.job import Group, GroupResult, Job, Request, RequestResult, WorkerInputError
+from infercheck.run.job import Group, GroupResult, Job, Request, RequestResult, Sink, WorkerInputError
+from infercheck.run.progress import reporting_tqdm
 
 # CPU needs an explicit KV-cache size (its memory check refuses to start otherwise).
 CPU_KV_CACHE_BYTES = 256 * 1024 * 1024
@@ -146,14 +147,15 @@ def check_fits(blocks: tuple[int, int] | None, request: Request, prompt_len: int
 class GroupRunner:
     """Runs one group's waves on a live engine, emitting results and one timing row per generate call."""
 
-    def __init__(self, llm: Any, group: Group, emit: Callable[[RequestResult], None]) -> None:
-        self.llm, self.group, self.emit = llm, group, emit
+    def __init__(self, llm: Any, group: Group, sink: Sink) -> None:
+        self.llm, self.group, self.emit = llm, group, sink.emit
+        self.progress_bar = reporting_tqdm(sink.finished)
         self.steps: list[dict[str, Any]] = []
         self.blocks = kv_blocks(llm)
 
     def generate(self, requests: list[Request], prompts: list[Any], wave: int, step: int) -> list[Any]:
         t0 = time.time()
-        outputs = self.llm.generate(prompts, [sampling_params(r) for r in requests], use_tqdm=False)
+        outputs = self.llm.generate(prompts, [sampling_params(r) for r in requests], use_tqdm=self.progress_bar)
         elapsed = time.time() - t0
         self.steps.append({"wave": wave, "step": step, "requests": len(requests),
                            "prompt_tokens": sum(len(o.prompt_token_ids) for o in outputs),
@@ -200,8 +202,7 @@ class GroupRunner:
                 sum(s["elapsed_s"] for s in self.steps))
 
 
-def run_group(job: Job, group: Group, emit: Callable[[RequestResult], None],
-              emit_samples: Callable[[list[dict[str, Any]]], None]) -> GroupResult:
+def run_group(job: Job, group: Group, sink: Sink) -> GroupResult:
     from vllm import LLM
 
     kwargs = engine_kwargs(job, group)
@@ -210,12 +211,12 @@ def run_group(job: Job, group: Group, emit: Callable[[RequestResult], None],
     t0 = time.time()
     llm = LLM(model=group.model or job.model, **kwargs)
     startup = time.time() - t0
-    runner = GroupRunner(llm, group, emit)
+    runner = GroupRunner(llm, group, sink)
     prompt_tokens, output_tokens, elapsed = runner.run()
     if group.lm_eval:
         from infercheck.run.lm_eval_runner import make_live_vllm, run_tasks
 
-        emit_samples(run_tasks(make_live_vllm(llm), group.lm_eval, group.name))
+        sink.emit_samples(run_tasks(make_live_vllm(llm), group.lm_eval, group.name))
     metrics = engine_metrics(llm)
     del llm
     gc.collect()

@@ -22,7 +22,8 @@ from typing import Any, Callable
 from infercheck.errors import InfercheckError
 from infercheck.run.lifeline import watch_harness
 from infercheck.run.job import (GROUPS, LM_EVAL, RESULTS, SOURCES, STATUS, TRACE, Group, GroupResult, Job,
-                                RequestResult, WorkerInputError)
+                                RequestResult, Sink, WorkerInputError)
+from infercheck.run.progress import ProgressWriter
 
 EXIT_HANDLED_ERROR = 3
 
@@ -66,12 +67,11 @@ def one_line(exc: BaseException) -> str:
     return text if len(text) <= 500 else text[:497] + "..."
 
 
-def run_isolated(backend: Any, job: Job, group: Group, emit: Callable[[RequestResult], None],
-                 emit_samples: Callable[[list[dict[str, Any]]], None]) -> GroupResult:
+def run_isolated(backend: Any, job: Job, group: Group, sink: Sink) -> GroupResult:
     """Run an isolated group; its failure becomes GroupResult.error (trace to stderr) and the job goes on.
     Bad input (WorkerInputError) still ends the job: that is the harness's or the user's mistake."""
     try:
-        return backend.run_group(job, group, emit, emit_samples)
+        return backend.run_group(job, group, sink)
     except WorkerInputError:
         raise
     except Exception as exc:
@@ -181,14 +181,16 @@ def run_job(job: Job, out: Path) -> None:
 
 
 def run_groups(job: Job, out: Path, tracer: Tracer) -> None:
+    progress = ProgressWriter(out, job.groups)  # before the engine's import: a starting worker shows as one
     if job.backend == "vllm":
         from infercheck.run import vllm_backend as backend
     else:
         from infercheck.run import hf_backend as backend  # type: ignore[no-redef]
     with (out / RESULTS).open("a") as results, (out / GROUPS).open("a") as groups, \
             (out / LM_EVAL).open("a") as lm_eval_rows:
-        for group in job.groups:
+        for index, group in enumerate(job.groups, 1):
             tracer.group(group.name)
+            progress.start_group(index, group.name)
 
             def emit(result: RequestResult) -> None:
                 results.write(json.dumps(asdict(result)) + "\n")
@@ -198,8 +200,8 @@ def run_groups(job: Job, out: Path, tracer: Tracer) -> None:
                 lm_eval_rows.writelines(json.dumps(r) + "\n" for r in rows)
                 lm_eval_rows.flush()
 
-            summary = run_isolated(backend, job, group, emit, emit_samples) if group.isolated \
-                else backend.run_group(job, group, emit, emit_samples)
+            sink = Sink(emit, emit_samples, progress.finished)
+            summary = run_isolated(backend, job, group, sink) if group.isolated else backend.run_group(job, group, sink)
             tracer.checkpoint(out)  # before the group's row: a finished group always has its lines
             groups.write(json.dumps(asdict(summary)) + "\n")
             groups.flush()
