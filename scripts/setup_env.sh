@@ -29,6 +29,17 @@ fi
 [[ "$(have lm_eval)" == "0.4.13" ]] || "${PIP[@]}" "lm-eval==0.4.13"
 [[ -n "$(have accelerate)" ]] || "${PIP[@]}" accelerate
 "${PIP[@]}" -q -e ".[test]"
+# The browser test (tests/unit/test_browser.py) drives Debian's chromium through playwright, which
+# downloads no browser of its own. Without apt-get as root: a message, and the test skips (fails under CI=true).
+if command -v chromium >/dev/null 2>&1; then
+  :
+elif command -v apt-get >/dev/null 2>&1 && [[ "$(id -u)" == 0 ]]; then
+  echo "infercheck setup: apt-get install chromium (for the browser test)"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } ||
+    echo "infercheck setup: apt-get install chromium failed: the browser test cannot run"
+else
+  echo "infercheck setup: no chromium, and no apt-get as root to install it: the browser test cannot run"
+fi
 if [[ "$device" == "cpu" ]]; then
   "$VENV/bin/python" -m pip uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
 fi

@@ -19,7 +19,7 @@ from infercheck.records import ValidationRun
 from infercheck.report.html import render_index, render_report
 from infercheck.report.junit import render_junit
 from infercheck.report.markdown import render_summary
-from infercheck.report.view import verdict_record
+from infercheck.report.view import epoch_seconds, verdict_record
 
 REPORT_FILES = {"results": "results.json", "verdict": "verdict.json", "junit": "junit.xml",
                 "summary": "summary.md", "html": "index.html"}
@@ -113,11 +113,12 @@ def _index_row(run_dir: Path) -> dict[str, Any] | None:
 
 
 def write_index(reports_root: Path) -> Path:
-    """reports_root/index.html listing every run folder with a readable verdict.json, newest first."""
+    """reports_root/index.html listing every run folder with a readable verdict.json, newest first
+    (by the instant each started: time-zone offsets count)."""
     reports_root.mkdir(parents=True, exist_ok=True)
     runs = [d for d in reports_root.iterdir() if d.is_dir() and d.name not in SKIP_DIRS]
     rows = [row for row in map(_index_row, runs) if row is not None]
-    rows.sort(key=lambda r: (r["started"], r["folder"]), reverse=True)
+    rows.sort(key=lambda r: (epoch_seconds(r["started"]) or 0.0, r["started"], r["folder"]), reverse=True)
     path = reports_root / REPORT_FILES["html"]
     atomic_write(path, render_index(rows))
     return path

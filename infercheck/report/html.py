@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,16 @@ def diff_lines(text: str) -> list[tuple[str, str]]:
     return out
 
 
+def data_v(value: Any) -> str:
+    """A sort key for a table cell's data-v attribute (_table.js): empty when missing."""
+    return "" if value is None else str(value)
+
+
+def cell_id(expected: str, got: str) -> str:
+    """The bench page's anchor of one confusion-matrix cell: cell-EXPECTED-GOT, URL-safe."""
+    return re.sub(r"[^A-Za-z0-9_-]", "-", f"cell-{expected}-{got}")
+
+
 def example_columns(examples: list[dict[str, Any]]) -> list[str]:
     """The known keys in reading order, then any others in first-seen order."""
     seen = list(dict.fromkeys(k for ex in examples for k in ex))
@@ -45,9 +56,9 @@ def _environment() -> Environment:
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update(fmt=view.fmt, fmt_pass=view.fmt_pass, fmt_ci=view.fmt_ci, seconds=view.fmt_seconds,
                        verdict_class=view.verdict_class, diff_lines=diff_lines,
-                       rows=lambda item: dict(view.detail_rows(item)))
+                       rows=lambda item: dict(view.detail_rows(item)), epoch=view.epoch_seconds, data_v=data_v)
     env.globals.update(VARIANTS=list(Variant), UNDECIDED_FLAGS=UNDECIDED_FLAGS, containment=describe, expected_matches=view.expected_matches,
-                       example_columns=example_columns, SECTION_KINDS=SECTION_KINDS)
+                       example_columns=example_columns, SECTION_KINDS=SECTION_KINDS, cell_id=cell_id)
     return env
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from datetime import datetime
 from enum import Enum
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,6 +65,15 @@ def fmt_seconds(seconds: float | None) -> str:
         return "—"
     minutes, rest = divmod(float(seconds), 60)
     return f"{int(minutes)} min {rest:04.1f} s" if minutes else f"{rest:.1f} s"
+
+
+def epoch_seconds(stamp: str | None) -> float | None:
+    """An ISO-8601 time as seconds since the epoch, the index's sort key (offsets taken into
+    account); None when it is not one."""
+    try:
+        return datetime.fromisoformat(stamp or "").timestamp()
+    except ValueError:
+        return None
 
 
 def flag_messages(run: ValidationRun, check: str | None) -> list[str]:
