@@ -10,13 +10,27 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from infercheck.errors import InfercheckError, WorkerError
+from infercheck.errors import InfercheckError
 
 
 def add_variant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--patch", action="append", default=[], type=Path, metavar="P",
                    help="patch applied to the engine tree (repeatable, in order)")
     p.add_argument("--engine-src", type=Path, help="a vLLM git checkout to use as the engine tree")
+
+
+def add_report_options(p: argparse.ArgumentParser, fail_on_default: str = "all but RESOLVED/CLEAN") -> None:
+    """How a graded run reports itself: exit code, --json, --github (docs/ci.md)."""
+    p.add_argument("--fail-on", metavar="LIST", help=f"comma-separated verdicts that exit 1 (default: {fail_on_default})")
+    p.add_argument("--json", action="store_true", help="print verdict.json alone to stdout (the other lines on stderr)")
+    p.add_argument("--github", action="store_true",
+                   help="in GitHub Actions: summary.md appended to $GITHUB_STEP_SUMMARY, one ::error/::warning "
+                        "annotation per flag (on stderr with --json), verdict= and report= to $GITHUB_OUTPUT")
+
+
+def add_quiet(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress on stderr (live worker lines appear only on a terminal, stage lines otherwise)")
 
 
 def seed_arg(text: str) -> int:
@@ -82,12 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--apps", help="comma-separated neighbouring apps to run, 'all' or 'none' "
                                     "(default: the neighbour map's choice for the files PATCH touches)")
     val.add_argument("--out", type=Path, help="report folder (default reports/<time>-<patch>/)")
-    val.add_argument("--fail-on", help="comma-separated verdicts that exit 1 (default: all but RESOLVED/CLEAN)")
     val.add_argument("--timeout", type=float, default=900.0, help="per-worker timeout in seconds")
     val.add_argument("--run-timeout", type=float, help="a time budget in seconds for the whole run (every worker)")
     val.add_argument("--no-reuse", action="store_true", help="do not reuse cached worker results")
-    val.add_argument("--json", action="store_true", help="print verdict.json to stdout")
-    val.add_argument("--quiet", action="store_true", help="no progress on stderr (live worker lines appear only on a terminal)")
+    add_report_options(val)
+    add_quiet(val)
     val.add_argument("--seed", type=seed_arg, help="the prompt draw's seed, to reproduce a run exactly "
                                                    "(default: $INFERCHECK_SEED, else a fresh draw)")
     val.add_argument("--refuse-judge-edits", action="store_true",
@@ -112,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     reg = sub.add_parser("regrade", help="grade a run folder again from its stored worker results: checks, "
                                          "verdict and report (no engine)")
     reg.add_argument("folder", type=Path, metavar="RUN_DIR")
-    reg.add_argument("--json", action="store_true", help="print verdict.json to stdout")
+    add_report_options(reg, fail_on_default="the run's own")
 
     bench = sub.add_parser("bench", help="validate every bundled candidate; confusion matrix of expected vs got")
     bench.add_argument("root", type=Path, nargs="?", help="folder of cases (default: the bundled patches/)")
@@ -125,10 +138,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                      "(default: $INFERCHECK_SEED, else a fresh draw)")
     bench.add_argument("--no-bug-checks", action="store_true",
                        help="skip validating each case's bug.patch on the clean engine (symptom must pass there)")
-    bench.add_argument("--quiet", action="store_true", help="no progress on stderr (live worker lines appear only on a terminal)")
+    add_quiet(bench)
 
     demo = sub.add_parser("demo", help="the main job on the bundled default")
-    demo.add_argument("--quiet", action="store_true", help="no progress on stderr (live worker lines appear only on a terminal)")
+    add_quiet(demo)
     return parser
 
 
@@ -161,11 +174,12 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signum, raise_terminated)
     try:
         return handlers[args.command](args)
-    except WorkerError as exc:
+    except InfercheckError as exc:  # WorkerError among them
         print(f"infercheck: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except InfercheckError as exc:
-        print(f"infercheck: error: {exc}", file=sys.stderr)
+        if getattr(args, "github", False):  # the one line also where a GitHub check lists it
+            from infercheck.report.github import error_annotation
+
+            print(error_annotation(str(exc)).line(), file=sys.stderr if args.json else sys.stdout)
         return exc.exit_code
     except Terminated as exc:
         print(f"infercheck: {signal.Signals(exc.signum).name} after {time.time() - started:.0f}s: workers stopped; "

@@ -10,6 +10,7 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import TextIO
 
 from infercheck import __version__
 from infercheck.build.builder import build_variant
@@ -29,7 +30,8 @@ from infercheck.neighbours import installed_code_map_hits, select_neighbours
 from infercheck.patch.intake import read_patch
 from infercheck.options import ValidateOptions, load_options
 from infercheck.pipeline import regrade, validate
-from infercheck.report.files import render_from_dir, write_index
+from infercheck.report.files import REPORT_FILES, render_from_dir, write_index
+from infercheck.report.github import OUTPUT, STEP_SUMMARY, annotations, output_lines
 from infercheck.plan import Workload
 from infercheck.prompts import Prompt
 from infercheck.records import ValidationRun
@@ -177,7 +179,7 @@ def validate_options(args: argparse.Namespace) -> ValidateOptions:
                            model=args.model or "tiny-llama-add", dtype=args.dtype, symptom=args.symptom,
                            suites=[s.strip() for s in args.suites.split(",") if s.strip()] if args.suites else None,
                            apps=[a.strip() for a in args.apps.split(",") if a.strip()] if args.apps else None,
-                           out=args.out, fail_on=args.fail_on.split(",") if args.fail_on else None,
+                           out=args.out, fail_on=fail_on_list(args.fail_on),
                            timeout_s=args.timeout, reuse=not args.no_reuse,
                            refuse_judge_edits=getattr(args, "refuse_judge_edits", False),
                            run_timeout_s=getattr(args, "run_timeout", None),
@@ -210,24 +212,63 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if getattr(args, "resume", None) is not None:
             console(f"resuming {args.resume}: {opts.command or opts.patch}")
         run, folder = validate(opts, console, console.live)
-    return print_verdict(run, folder, args.json)
+    return print_verdict(run, folder, args, opts.fail_on)
 
 
-def print_verdict(run: ValidationRun, folder: Path, as_json: bool) -> int:
-    """verdict.json (with --json), the headline and every flag; returns the verdict's exit code."""
+def fail_on_list(text: str | None) -> list[str] | None:
+    """--fail-on A,B → ["A", "B"]; None (the default: every verdict but RESOLVED/CLEAN) when not given."""
+    names = [name.strip() for name in (text or "").split(",") if name.strip()]
+    return names or None
+
+
+def print_verdict(run: ValidationRun, folder: Path, args: argparse.Namespace, fail_on: list[str] | None) -> int:
+    """The headline and every flag; with --json, verdict.json alone on stdout and the rest on stderr;
+    with --github, what GitHub Actions reads (publish_to_github). Returns the verdict's exit code."""
+    as_json = getattr(args, "json", False)
+    lines = sys.stderr if as_json else sys.stdout
     if as_json:
-        print((folder / "verdict.json").read_text())
+        print((folder / REPORT_FILES["verdict"]).read_text(), end="")
     expected = f" (expected {run.expected})" if run.expected else ""
-    print(f"{run.verdict.headline}{expected}: {folder / 'index.html'}")
+    print(f"{run.verdict.headline}{expected}: {folder / REPORT_FILES['html']}", file=lines)
     for flag in run.verdict.flags:
-        print(f"  {flag.code}: {flag.message}")
+        print(f"  {flag.code}: {flag.message}", file=lines)
+    if getattr(args, "github", False):
+        publish_to_github(run, folder, fail_on, lines)
     return run.verdict.exit_code
 
 
+def publish_to_github(run: ValidationRun, folder: Path, fail_on: list[str] | None, annotations_to: TextIO) -> None:
+    """--github (docs/ci.md): one annotation per flag on `annotations_to` (the runner reads workflow
+    commands from stdout and stderr alike), summary.md appended to $GITHUB_STEP_SUMMARY, and the
+    headline and report folder appended to $GITHUB_OUTPUT when it is set."""
+    for annotation in annotations(run.verdict, fail_on):
+        print(annotation.line(), file=annotations_to)
+    summary = (folder / REPORT_FILES["summary"]).read_text(encoding="utf-8")
+    if os.environ.get(STEP_SUMMARY):
+        append_to(STEP_SUMMARY, summary if summary.endswith("\n") else summary + "\n")
+    else:
+        print(f"infercheck: --github: ${STEP_SUMMARY} is not set (not a GitHub Actions step?): "
+              f"no job summary written", file=sys.stderr)
+    if os.environ.get(OUTPUT):
+        append_to(OUTPUT, output_lines({"verdict": str(run.verdict.headline), "report": str(folder.resolve())}))
+
+
+def append_to(variable: str, text: str) -> None:
+    """Append to the file an environment variable names, as GitHub expects of its command files."""
+    path = Path(os.environ[variable])
+    try:
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise InfercheckError(f"--github: cannot append to ${variable} ({path}): {exc.strerror or exc}") from None
+
+
 def cmd_regrade(args: argparse.Namespace) -> int:
-    """Grade, verdict and report again from a run folder's stored worker results (no engine)."""
-    run, folder = regrade(args.folder)
-    return print_verdict(run, folder, args.json)
+    """Grade, verdict and report again from a run folder's stored worker results (no engine); --fail-on
+    replaces the run's own failing verdicts for this grading."""
+    fail_on = fail_on_list(args.fail_on) or load_options(args.folder, "regrade").fail_on
+    run, folder = regrade(args.folder, fail_on)
+    return print_verdict(run, folder, args, fail_on)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

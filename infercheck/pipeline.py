@@ -131,14 +131,15 @@ def validate(opts: ValidateOptions, progress: Progress, live: LiveWorkers | None
     return run, out
 
 
-def regrade(run_dir: Path) -> tuple[ValidationRun, Path]:
+def regrade(run_dir: Path, fail_on: list[str] | None = None) -> tuple[ValidationRun, Path]:
     """Grade, verdict and report again from a run folder's stored results and inputs, no engine:
-    for an unchanged harness the verdict.json written is the one the run wrote."""
+    for an unchanged harness the verdict.json written is the one the run wrote. `fail_on` replaces
+    the run's own failing verdicts (its exit code) for this grading."""
     stored_run = load_run(run_dir)
     opts = load_options(run_dir, "regrade")
     found = with_stored_selection(intake(opts), run_dir / "inputs")
     graded = grade_run(found, plan_for(found), run_dir)
-    verdict = decide(graded.checks, graded_flags(found, graded), found.symptom is not None, opts.fail_on)
+    verdict = decide(graded.checks, graded_flags(found, graded), found.symptom is not None, fail_on or opts.fail_on)
     run = replace(stored_run, checks=graded.checks, verdict=verdict)
     write_report(run, run_dir)
     if run_dir.resolve().parent == reports_dir().resolve():
