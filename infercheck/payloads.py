@@ -41,6 +41,26 @@ class Payload:
 # ---- parity ----------------------------------------------------------------------------------
 
 @dataclass
+class PositionSeries:
+    """The worst error at each position over a check's requests, kept for the report's plots.
+
+    Point i covers positions start + [i * bin_width, (i + 1) * bin_width): one position per point up
+    to MAX_POINTS positions (checks/parity.py), past that the max within equal bins (the last may be
+    shorter). Values keep 3 significant digits; a NaN counts as infinite.
+    """
+
+    bin_width: int = 1
+    max_kl: list[float] = field(default_factory=list)  # empty where the check measures no KL
+    max_abs_dlogprob: list[float] = field(default_factory=list)
+    first_divergence: int | None = None  # the earliest failing position (a real top-1 flip; past tolerance)
+    start: int = 0  # the position of the first point
+
+    def positions(self) -> list[int]:
+        """The first position each point covers."""
+        return [self.start + i * self.bin_width for i in range(max(len(self.max_kl), len(self.max_abs_dlogprob)))]
+
+
+@dataclass
 class ParityDetail(Detail):
     positions: int
     mean_kl: float
@@ -51,6 +71,7 @@ class ParityDetail(Detail):
     first_divergence: int | None  # earliest over requests
     diverged_requests: int
     failed_on: list[str] = field(default_factory=list)  # the tolerances it broke, in words
+    per_position: PositionSeries | None = None  # None: a run recorded before the series was kept
 
 
 @dataclass
@@ -126,6 +147,19 @@ class Comparison:
     summary: str
     detail: dict[str, Any] = field(default_factory=dict)  # the comparator's own numbers
     examples: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class SampleHistogram:
+    """What was sampled beside what a reference distribution expects, bin by bin, for the report's
+    plots (a comparator keeps it in its detail: the sampler's tokens per combination, the sampling
+    oracle's probability integral transforms)."""
+
+    label: str  # what was sampled, e.g. "temperature=0.6, top_k=4"
+    axis: str  # what the bins are, e.g. "sampled token id"
+    bins: list[str] = field(default_factory=list)
+    observed: list[int] = field(default_factory=list)
+    expected: list[float] = field(default_factory=list)  # counts the reference implies
 
 
 @dataclass

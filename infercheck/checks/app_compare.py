@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import asdict
 from typing import Any
 
 from infercheck.app_ids import parse_id
-from infercheck.checks.parity import parity_stats, teacher_forced, within_tolerance
-from infercheck.payloads import Comparison
+from infercheck.checks.parity import parity_stats, position_series, teacher_forced, within_tolerance
+from infercheck.payloads import Comparison, SampleHistogram
 from infercheck.run.job import RequestResult
 
 MAX_EXAMPLES = 3
+MAX_BARS = 12  # tokens of a sampler histogram besides the impossible ones; the rest pooled as "other"
 
 
 def by_set(results: list[RequestResult]) -> dict[str, dict[str, RequestResult]]:
@@ -37,12 +39,14 @@ def compare_reference(results: list[RequestResult], refs: dict[str, RequestResul
     greedy = [r for r in results if r.id in refs and r.completions is None]
     if not greedy:
         return Comparison("reference", False, None, "no reference scoring for this app's outputs")
-    stats = parity_stats(teacher_forced(greedy, refs, profile["near_tie"]))
+    rows = teacher_forced(greedy, refs, profile["near_tie"])
+    stats = parity_stats(rows)
     ok, reasons = within_tolerance(stats, profile)
     summary = (f"{len(greedy)} outputs, {stats.positions} positions: max KL {stats.max_kl:.2g}, "
                f"max |Δlogprob| {stats.max_abs_dlogprob:.2g}, top-1 {stats.top1_agreement:.3f}")
     detail = {"max_kl": stats.max_kl, "mean_kl": stats.mean_kl, "max_abs_dlogprob": stats.max_abs_dlogprob,
-              "top1_agreement": stats.top1_agreement, "diverged": stats.diverged_requests[:MAX_EXAMPLES]}
+              "top1_agreement": stats.top1_agreement, "diverged": stats.diverged_requests[:MAX_EXAMPLES],
+              "per_position": asdict(position_series(rows))}  # payloads.PositionSeries, for the report's plot
     if reasons:
         detail["failed_on"] = reasons
     return Comparison("reference", ok, stats.max_kl, summary, detail)
@@ -177,6 +181,22 @@ def chi_square(counts: dict[int, int], probs: dict[int, float], min_expected: fl
     return float(stat), float(p), len(observed) - 1
 
 
+def token_histogram(label: str, counts: dict[int, int], probs: dict[int, float]) -> SampleHistogram:
+    """Sampled counts beside the counts `probs` expects: its MAX_BARS likeliest tokens, then every
+    sampled token it gives no probability, then the rest pooled as "other"."""
+    n = sum(counts.values())
+    likeliest = sorted((t for t, p in probs.items() if p > 0), key=lambda t: (-probs[t], t))
+    shown = likeliest[:MAX_BARS] + sorted(t for t in counts if probs.get(t, 0.0) == 0.0)
+    rest = (set(counts) | set(likeliest)) - set(shown)
+    out = SampleHistogram(label, "sampled token id", [str(t) for t in shown], [counts.get(t, 0) for t in shown],
+                          [round(n * probs.get(t, 0.0), 2) for t in shown])
+    if rest:
+        out.bins.append("other")
+        out.observed.append(sum(counts.get(t, 0) for t in rest))
+        out.expected.append(round(n * sum(probs.get(t, 0.0) for t in rest), 2))
+    return out
+
+
 def failure_line(failure: dict[str, Any]) -> str:
     """Which combination failed and how: out-of-support samples or a low p-value."""
     if "params" not in failure:
@@ -191,7 +211,7 @@ def failure_line(failure: dict[str, Any]) -> str:
 def compare_sampler(results: list[RequestResult], refs: dict[str, RequestResult], params: dict[str, dict[str, Any]],
                     alpha: float, min_expected: float) -> Comparison:
     """params: result id -> its sampling params. Bonferroni over the combinations."""
-    rows, failures = [], []
+    rows, failures, histograms = [], [], []
     per_test = alpha / max(1, len(results))
     for r in sorted(results, key=lambda r: r.id):
         ref = refs.get(r.id)
@@ -209,6 +229,7 @@ def compare_sampler(results: list[RequestResult], refs: dict[str, RequestResult]
         row = {"request": r.id, "params": sampling, "samples": sum(counts.values()), "support": sum(1 for v in probs.values() if v > 0),
                "chi2": round(stat, 3), "dof": dof, "p_value": p, "impossible_samples": sum(impossible.values())}
         rows.append(row)
+        histograms.append(asdict(token_histogram(", ".join(f"{k}={v}" for k, v in sampling.items()), counts, probs)))
         if impossible or p < per_test:
             failures.append({**row, "observed": {str(t): n for t, n in sorted(counts.items())},
                              "expected": {str(t): round(sum(counts.values()) * q, 1) for t, q in sorted(probs.items()) if q > 0}})
@@ -217,7 +238,8 @@ def compare_sampler(results: list[RequestResult], refs: dict[str, RequestResult]
     summary = (f"{len(rows) - len(failures)}/{len(rows)} sampling combinations fit the reference distribution"
                f" (min p {min_p:.3g}, per-test alpha {per_test:.2g})" if min_p is not None else "no samples")
     summary += "".join(f"; {failure_line(f)}" for f in failures[:3])
-    return Comparison("sampler", ok, min_p, summary, {"combinations": rows, "alpha": alpha}, failures[:MAX_EXAMPLES])
+    return Comparison("sampler", ok, min_p, summary, {"combinations": rows, "alpha": alpha, "histograms": histograms},
+                      failures[:MAX_EXAMPLES])
 
 
 # ---- logprobs: raw and processed, sample and prompt ----------------------------------------------

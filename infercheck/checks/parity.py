@@ -15,9 +15,11 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
+from infercheck.payloads import PositionSeries
 from infercheck.run.job import RequestResult
 
 TAIL_FLOOR = 1e-12
+MAX_POINTS = 512  # points of a stored per-position series (payloads.PositionSeries)
 
 
 @dataclass(frozen=True)
@@ -182,6 +184,23 @@ def parity_stats(rows: list[RequestParity]) -> ParityStats:
         first_divergence=min(firsts, default=None),
         diverged_requests=[r.id for r in rows if r.first_divergence is not None],
     )
+
+
+def binned_max(values: list[float], max_points: int = MAX_POINTS) -> tuple[int, list[float]]:
+    """(bin width, the worst value of each bin): every value when there are at most `max_points`,
+    else equal bins of ceil(len / max_points) values (the last may be shorter). 3 significant digits."""
+    width = max(1, math.ceil(len(values) / max_points))
+    return width, [float(f"{worst(values[i:i + width]):.3g}") for i in range(0, len(values), width)]
+
+
+def position_series(rows: list[RequestParity], max_points: int = MAX_POINTS) -> PositionSeries:
+    """Per output position, the worst KL and |Δlogprob| over the requests that reach it, binned."""
+    length = max((len(r.positions) for r in rows), default=0)
+    at = [[r.positions[i] for r in rows if i < len(r.positions)] for i in range(length)]
+    width, kl = binned_max([worst(p.kl for p in ps) for ps in at], max_points)
+    _, dlogprob = binned_max([worst(p.abs_dlogprob for p in ps) for ps in at], max_points)
+    first = min((f for r in rows if (f := r.first_divergence) is not None), default=None)
+    return PositionSeries(width, kl, dlogprob, first)
 
 
 def within_tolerance(stats: ParityStats, profile: dict[str, float]) -> tuple[bool, list[str]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from infercheck.checks.parity import ParityStats, RequestParity, parity_stats, teacher_forced, within_tolerance
+from infercheck.checks.parity import RequestParity, parity_stats, position_series, teacher_forced, within_tolerance
 from infercheck.names import ENGINE_VARIANTS, CheckFlag, CheckKind, Variant
 from infercheck.payloads import ParityDetail, ParityPayload, ReferenceDetail
 from infercheck.records import CheckResult, Observation
@@ -17,10 +17,12 @@ def criterion_text(profile: dict[str, float]) -> str:
             f"(near ties within {profile['near_tie']:g} nats allowed)")
 
 
-def observe(variant: Variant, stats: ParityStats, profile: dict[str, float]) -> Observation:
+def observe(variant: Variant, rows: list[RequestParity], profile: dict[str, float]) -> Observation:
+    stats = parity_stats(rows)
     ok, reasons = within_tolerance(stats, profile)
     detail = ParityDetail(stats.positions, stats.mean_kl, stats.p99_kl, stats.top1_agreement, stats.near_ties,
-                          stats.max_abs_dlogprob, stats.first_divergence, len(stats.diverged_requests), reasons)
+                          stats.max_abs_dlogprob, stats.first_divergence, len(stats.diverged_requests), reasons,
+                          position_series(rows))
     return Observation(variant, stats.max_kl, ok, None, stats.positions, detail)
 
 
@@ -54,7 +56,7 @@ def parity_check(name: str, kind: CheckKind, engine: dict[str, list[RequestResul
     observations, examples = {}, []
     for variant in ENGINE_VARIANTS:
         rows = teacher_forced(engine[variant], references[variant], profile["near_tie"])
-        observations[variant] = observe(variant, parity_stats(rows), profile)
+        observations[variant] = observe(variant, rows, profile)
         by_id = {r.id: r for r in engine[variant]}
         examples += divergence_examples(variant, rows, by_id, references[variant], prompts)
     base, patched = observations[Variant.BASE], observations[Variant.PATCHED]

@@ -17,11 +17,12 @@ and did not on base, is WORKAROUND evidence: the fast path was routed to the fal
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from infercheck.checks.app_compare import MAX_EXAMPLES, by_set
-from infercheck.payloads import Comparison
+from infercheck.checks.parity import binned_max
+from infercheck.payloads import Comparison, PositionSeries
 from infercheck.position_grid import bucket_name, bucket_of, set_name
 from infercheck.run.job import RequestResult
 
@@ -81,6 +82,7 @@ def compare_positions(results: list[RequestResult], refs: dict[str, RequestResul
                       tol: BucketTolerance) -> Comparison:
     """Each variant's positions, bucketed; cells `<variant>@≤<bound>` fail past their tolerance."""
     cells: dict[tuple[str, int], list[float]] = {}
+    worst_at: dict[int, float] = {}  # prompt position -> the worst error over every variant
     first: dict[str, str] = {}
     failing: list[str] = []
     unscored: list[str] = []
@@ -98,6 +100,7 @@ def compare_positions(results: list[RequestResult], refs: dict[str, RequestResul
                 continue
             errs = cells.setdefault((variant, bound), [])
             errs.append(pe.error)
+            worst_at[pe.position] = max(worst_at.get(pe.position, 0.0), pe.error)
             if pe.error > tol.at(bound) and variant not in first:
                 first[variant] = f"position {pe.position} ({bucket_name(bound)}): |Δlogprob| {pe.error:.3g}"
                 examples.append({"request": result.id, "variant": variant, "position": pe.position,
@@ -117,9 +120,21 @@ def compare_positions(results: list[RequestResult], refs: dict[str, RequestResul
     detail = {"failing_cells": failing, "first_failure": first,
               "tolerance": {bucket_name(b): tol.at(b) for b in bounds},
               "positions": sum(r["positions"] for r in rows), "cells": rows,
-              "same_as_native": same_as_native(sets)}
+              "same_as_native": same_as_native(sets),
+              "per_position": asdict(prompt_series(worst_at, [e["position"] for e in examples]))}
     worst_all = max((r["max_abs_dlogprob"] for r in rows), default=math.inf)
     return Comparison("positions", bool(rows) and not failing, worst_all, summary, detail, examples[:MAX_EXAMPLES])
+
+
+def prompt_series(worst_at: dict[int, float], failing: list[int]) -> PositionSeries:
+    """Per prompt position, the worst |Δlogprob| over every variant (0 at a position inside the
+    range that none scored), binned; marked at the earliest failing position (`failing`: each
+    variant's first)."""
+    if not worst_at:
+        return PositionSeries()
+    start = min(worst_at)
+    width, values = binned_max([worst_at.get(p, 0.0) for p in range(start, max(worst_at) + 1)])
+    return PositionSeries(width, [], values, min(failing, default=None), start)
 
 
 def same_as_native(sets: dict[str, dict[str, RequestResult]]) -> list[str]:

@@ -24,18 +24,19 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from infercheck.app_ids import parse_id
 from infercheck.oracle_grid import parse_key
-from infercheck.payloads import Comparison
+from infercheck.payloads import Comparison, SampleHistogram
 from infercheck.run.job import RequestResult
 
 MAX_EXAMPLES = 6
 PROCESSED = ("processed_logprobs", "processed_logits")
 SAMPLING_EPS = 1e-5
 UNDERFLOW_LOGPROB = -87.0  # ln of float32's smallest normal is -87.3: a probability below it is 0
+PIT_BINS = 10  # bins of the stored PIT histogram (the report's plot)
 
 
 @dataclass(frozen=True)
@@ -283,6 +284,17 @@ def independent(placed: list[OracleResult]) -> list[OracleResult]:
     return out
 
 
+def pit_histogram(pits: list[float]) -> SampleHistogram:
+    """The PIT values in PIT_BINS equal bins beside the uniform counts a sampler true to the
+    processed reference distribution gives."""
+    counts = [0] * PIT_BINS
+    for value in pits:
+        counts[min(int(value * PIT_BINS), PIT_BINS - 1)] += 1
+    bins = [f"{i / PIT_BINS:.1f}–{(i + 1) / PIT_BINS:.1f}" for i in range(PIT_BINS)]
+    return SampleHistogram("every random row's sampled tokens", "PIT of the sampled token under the processed "
+                           "reference", bins, counts, [round(len(pits) / PIT_BINS, 2)] * PIT_BINS)
+
+
 def compare_samples(results: list[RequestResult], refs: dict[str, RequestResult], params: dict[str, dict[str, Any]],
                     alpha: float, near_tie: float) -> Comparison:
     from scipy.stats import kstest
@@ -304,7 +316,8 @@ def compare_samples(results: list[RequestResult], refs: dict[str, RequestResult]
     summary += f"; {len(bad)} impossible tokens" + (f" (parameters: {', '.join(bad_params)})" if bad_params else "")
     return Comparison("samples", ok, p_value, summary,
                       {"sampled": len(pits), "pit_p_value": p_value, "alpha": alpha, "impossible": len(bad),
-                       "failing_parameters": bad_params, "failing_cells": cells_of(bad)}, spread(bad))
+                       "failing_parameters": bad_params, "failing_cells": cells_of(bad),
+                       "pit_histogram": asdict(pit_histogram(pits))}, spread(bad))
 
 
 # ---- seeds: seeded rows repeat, unseeded ones do not ---------------------------------------------

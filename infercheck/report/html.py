@@ -10,7 +10,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from infercheck.names import UNDECIDED_FLAGS, CheckKind, Variant
 from infercheck.records import ValidationRun
-from infercheck.report import view
+from infercheck.report import figures, labels, view
 from infercheck.run.sandbox import describe
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -58,7 +58,8 @@ def _environment() -> Environment:
                        verdict_class=view.verdict_class, diff_lines=diff_lines,
                        rows=lambda item: dict(view.detail_rows(item)), epoch=view.epoch_seconds, data_v=data_v)
     env.globals.update(VARIANTS=list(Variant), UNDECIDED_FLAGS=UNDECIDED_FLAGS, containment=describe, expected_matches=view.expected_matches,
-                       example_columns=example_columns, SECTION_KINDS=SECTION_KINDS, cell_id=cell_id)
+                       example_columns=example_columns, SECTION_KINDS=SECTION_KINDS, cell_id=cell_id,
+                       measured=labels.measured, counted=labels.counted)
     return env
 
 
@@ -68,7 +69,8 @@ ENV = _environment()
 def render_report(run: ValidationRun) -> str:
     return ENV.get_template("report.html").render(
         run=run, answers=view.answers(run), flag_messages=lambda name: view.flag_messages(run, name),
-        apps=view.app_views(run), statics=view.static_views(run), code_paths=view.code_path_views(run))
+        apps=view.app_views(run), statics=view.static_views(run), code_paths=view.code_path_views(run),
+        figures=figures.check_figures(run.checks), runtime_figure=figures.runtime_figure(run.checks))
 
 
 def render_index(rows: list[dict[str, Any]]) -> str:

@@ -13,8 +13,8 @@ from typing import Any
 from infercheck.checks.comparators import REGISTRY
 from infercheck.names import APP_LIKE, UNDECIDED_FLAGS, CheckFlag, CheckKind, Variant
 from infercheck.oracle_grid import PLANS
-from infercheck.payloads import (AppDetail, AppPayload, CodePathPayload, Detail, Payload, RuntimeRecord, StaticDetail,
-                                 filled_fields)
+from infercheck.payloads import (AppDetail, AppPayload, CodePathPayload, Detail, Payload, PositionSeries, RuntimeRecord,
+                                 StaticDetail, filled_fields)
 from infercheck.records import CheckResult, Observation, ValidationRun
 
 VERDICT_CLASS = {"RESOLVED": "good", "CLEAN": "good", "SYMPTOM_ONLY": "warn", "WORKAROUND": "warn",
@@ -90,8 +90,11 @@ def observation_cell(check: CheckResult, variant: str) -> str:
 
 
 def detail_rows(item: Detail | Payload | None) -> list[tuple[str, Any]]:
-    """(name, value) pairs of a Detail or Payload for a generic table; nothing for None."""
-    return filled_fields(item) if item is not None else []
+    """(name, value) pairs of a Detail or Payload for a generic table (a per-position series is
+    left to its plot); nothing for None."""
+    if item is None:
+        return []
+    return [(name, value) for name, value in filled_fields(item) if not isinstance(value, PositionSeries)]
 
 
 def check_summary(check: CheckResult) -> dict[str, Any]:

@@ -108,6 +108,11 @@ def test_recorded_results_json_round_trips(tmp_path):
     data = json.loads((folder / "results.json").read_text())
     run = ValidationRun.from_dict(data)
     assert "seed" not in data and run.seed is None  # recorded before prompt draws: the bundled instances
+    parity = [o["detail"] for c in data["checks"] for o in (c["base"], c["patched"])
+              if (o.get("detail") or {}).get("type") == "ParityDetail"]
+    assert parity and not any("per_position" in d for d in parity)  # recorded before the per-position series
+    for detail in parity:
+        detail["per_position"] = None
     assert finite(to_data(run)) == {**data, "seed": None}
     assert run.checks[0].observation(Variant.BASE) is run.checks[0].base
 
