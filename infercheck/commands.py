@@ -89,11 +89,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     job = Job(args.backend, model, args.dtype, [Group("cli", engine_args, requests)])
     env = variant_env(args, "patched" if args.patch else "base", device)
     out = run_dir(args.out, f"run-{args.backend}")
-    progress(f"run {args.backend} worker ({env.strategy}) → {out}")
-    run = launch(job, env, out, timeout_s=args.timeout).raise_for_error()
+    with Console() as console:
+        console(f"run {args.backend} worker ({env.strategy}) → {out}")
+        run = launch(job, env, out, timeout_s=args.timeout, watch=console.watch(args.backend)).raise_for_error()
+        console(f"done in {run.elapsed_s:.1f}s")
     for result in run.results():
         print(json.dumps(asdict(result)) if args.json else f"{result.id}\t{result.text!r}\t{result.finish_reason}")
-    progress(f"done in {run.elapsed_s:.1f}s")
     return 0
 
 
@@ -117,11 +118,13 @@ def cmd_parity(args: argparse.Namespace) -> int:
     out = run_dir(args.out, "parity")
     env = variant_env(args, "patched" if args.patch else "base", device)
     runs = {}
-    for backend, variant_env_ in (("vllm", env), ("hf", installed_env(device))):
-        progress(f"run {backend} worker on {len(prompts)} prompts")
-        job = parity_job(backend, model, args.dtype, prompts, args.max_tokens)
-        runs[backend] = launch(job, variant_env_, out / backend, timeout_s=args.timeout).raise_for_error()
-        progress(f"{backend} worker done in {runs[backend].elapsed_s:.1f}s")
+    with Console() as console:
+        for backend, variant_env_ in (("vllm", env), ("hf", installed_env(device))):
+            console(f"run {backend} worker on {len(prompts)} prompts")
+            job = parity_job(backend, model, args.dtype, prompts, args.max_tokens)
+            runs[backend] = launch(job, variant_env_, out / backend, timeout_s=args.timeout,
+                                   watch=console.watch(backend)).raise_for_error()
+            console(f"{backend} worker done in {runs[backend].elapsed_s:.1f}s")
     summary = summarize(compare_greedy(runs["vllm"].results(), runs["hf"].results()))
     passed = summary.all_equal and summary.max_abs_dlogprob <= PARITY_LOGPROB_TOL_FP32
     (out / "parity.json").write_text(json.dumps({**asdict(summary), "passed": passed}, indent=2))

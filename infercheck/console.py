@@ -74,6 +74,10 @@ class Console:
         else:
             print(f"[infercheck] {message}", file=self.stream, flush=True)
 
+    def watch(self, name: str) -> Callable[[WorkerProgress], None] | None:
+        """The launcher's `watch` for worker `name`, or None where nothing live is shown."""
+        return self.live.watch(name) if self.live is not None else None
+
     def __enter__(self) -> Console:
         if self.live is not None:
             self.live.bars.start()

@@ -46,7 +46,7 @@ class Runner:
         else:
             try:
                 run, reused = launch_cached(job, env, self.runs_dir / name, timeout, reuse=self.opts.reuse,
-                                            watch=self.live.watch(env.name) if self.live else None)
+                                            watch=self.live.watch(env.name) if self.live is not None else None)
             finally:
                 if self.live is not None:
                     self.live.finish(env.name)
