@@ -20,7 +20,7 @@ from infercheck.options import ValidateOptions
 from infercheck.pipeline import RUNS
 from infercheck.records import ValidationRun
 from infercheck.report.files import REPORT_FILES, json_text, write_texts
-from infercheck.report.html import render_bench
+from infercheck.report.html import HARNESS_ERROR, render_bench
 from infercheck.report.view import expected_matches
 from infercheck.run.store import RunOutcome
 
@@ -162,7 +162,7 @@ def run_bench(cases: list[Case], out: Path, options: Callable[[Case, Candidate, 
         except Exception as exc:  # a harness bug on one candidate: recorded, the bench goes on
             got = "ERROR:harness"
             folder.mkdir(parents=True, exist_ok=True)
-            (folder / "harness-error.txt").write_text(traceback.format_exc())
+            (folder / HARNESS_ERROR).write_text(traceback.format_exc())
             progress(f"bench {case.id}/{cand.name}: harness failure {type(exc).__name__}: {exc}".splitlines()[0])
         row = BenchRow(case.id, cand.name, cand.expected, got, round(time.time() - t0, 1),
                        str(folder.relative_to(out)) if folder.is_relative_to(out) else str(folder), cand.why)

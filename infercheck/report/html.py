@@ -78,8 +78,19 @@ def render_index(rows: list[dict[str, Any]]) -> str:
     return ENV.get_template("index.html").render(rows=rows)
 
 
+HARNESS_ERROR = "harness-error.txt"  # a bench candidate's traceback where the harness failed on it
+
+
+def bench_href(got: str, report: str) -> str | None:
+    """What a bench row links to: the run's report, the traceback of a harness failure (no report
+    was written), nothing for bad input (no run folder)."""
+    if got == "ERROR:harness":
+        return f"{report}/{HARNESS_ERROR}"
+    return None if got == "ERROR:input" else f"{report}/index.html"
+
+
 def render_bench(result: Any) -> str:
     """The benchmark page: confusion matrix (expected × got) and one row per candidate."""
-    rows = [{**r.__dict__, "matches": r.matches, "href": f"{r.report}/index.html"} for r in result.rows]
+    rows = [{**r.__dict__, "matches": r.matches, "href": bench_href(r.got, r.report)} for r in result.rows]
     return ENV.get_template("bench.html").render(result=result, labels=result.labels(), matrix=result.matrix(), rows=rows,
                                                  case_seconds=result.case_seconds())

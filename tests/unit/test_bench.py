@@ -9,6 +9,7 @@ import pytest
 from infercheck.bench import BenchRow, bug_outcome, confusion, load_cases, matrix_text, run_bench
 from infercheck.errors import InfercheckError
 from infercheck.paths import PATCHES_DIR
+from infercheck.report.html import render_bench
 from infercheck.bench import write_bench
 
 
@@ -100,6 +101,9 @@ def test_a_harness_failure_on_one_candidate_does_not_end_the_bench(tmp_path):
     assert result.rows[0].got == "ERROR:harness" and not result.rows[0].matches
     assert "RuntimeError: harness bug" in (tmp_path / result.rows[0].report / "harness-error.txt").read_text()
     assert all(r.matches for r in result.rows[1:]) and len(result.rows) == len(cases[0].candidates) + 1
+    page = render_bench(result)  # the failed row links its traceback, not a report that was never written
+    assert f'href="{result.rows[0].report}/harness-error.txt"' in page
+    assert f'href="{result.rows[0].report}/index.html"' not in page
 
 
 def test_a_rerun_says_how_much_finished_work_it_reused(tmp_path):
