@@ -36,7 +36,8 @@ RUN_DIR = Path(__file__).resolve().parent
 WORKER_CODE = (*(RUN_DIR / f"{m}.py" for m in ("worker", "job", "vllm_backend", "hf_backend", "lm_eval_runner")),
                RUN_DIR.parent / "errors.py")
 # The code a pytest symptom runs under (run/traced_pytest.py and what it imports).
-PYTEST_CODE = (*(RUN_DIR / f"{m}.py" for m in ("traced_pytest", "worker", "lifeline", "job", "pytest_runner")),)
+PYTEST_CODE = (*(RUN_DIR / f"{m}.py" for m in ("traced_pytest", "pytest_entry", "worker", "lifeline", "job",
+                                                "pytest_runner")),)
 PYTEST_DECIDED = (0, 1)  # pytest's exit codes for "passed" and "tests failed": what the test said
 PYTEST_OUTCOME = "outcome.json"
 ROW_FILES = (RESULTS, GROUPS, LM_EVAL)

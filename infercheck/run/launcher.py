@@ -120,27 +120,37 @@ def launch(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float = DEFAULT_T
     (out_dir / JOB_DIGESTS).write_text(json.dumps(job.digests()))
     environ = neutral_environ(environ, view if isinstance(view, WorkerView) else None)
     started = time.time()
-    stop_orphan(out_dir)
     try:
-        with open(out_dir / STDOUT, "wb") as out, open(out_dir / STDERR, "wb") as err, Lifeline() as lifeline:
-            proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                    env={**environ, **lifeline.env()}, cwd=out_dir, start_new_session=True,
-                                    preexec_fn=limit_resources(containment), pass_fds=(lifeline.read_fd,))
-            (out_dir / WORKER_PID).write_text(f"{proc.pid} {start_time(proc.pid)}\n")
-            try:
-                returncode: int | None = worker_status(wait_watching(proc, timeout_s, out_dir, watch), containment)
-            except subprocess.TimeoutExpired:
-                kill_group(proc)
-                returncode = None
-            except BaseException:  # the harness itself is interrupted: never leave an engine running
-                kill_group(proc, grace_s=2.0)
-                (out_dir / WORKER_PID).unlink(missing_ok=True)  # stopped: nothing for a later run to stop
-                raise
+        returncode = run_contained(cmd, environ, out_dir, containment, timeout_s, watch)
     finally:
         (out_dir / CONTAINMENT).write_text(json.dumps(containment.as_record()))
-    elapsed = round(time.time() - started, 3)
-    (out_dir / WORKER_PID).unlink(missing_ok=True)
-    return classify(env.name, out_dir, returncode, elapsed, timeout_s)
+    return classify(env.name, out_dir, returncode, round(time.time() - started, 3), timeout_s)
+
+
+def run_contained(cmd: list[str], environ: dict[str, str], out_dir: Path, containment: Containment,
+                  timeout_s: float, watch: Watch | None = None, cwd: Path | None = None) -> int | None:
+    """Run a wrapped command (run/sandbox.py) in its own session under the containment's limits and
+    the harness's lifeline, in `cwd` (default out_dir; a view sets its own), stdout and stderr into
+    out_dir. Returns its status (a death by signal N as -N), None when it ran past timeout_s (its
+    process group killed). When the harness itself is interrupted the group is killed and the
+    interruption goes on."""
+    stop_orphan(out_dir)
+    with open(out_dir / STDOUT, "wb") as out, open(out_dir / STDERR, "wb") as err, Lifeline() as lifeline:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                env={**environ, **lifeline.env()}, cwd=cwd or out_dir, start_new_session=True,
+                                preexec_fn=limit_resources(containment), pass_fds=(lifeline.read_fd,))
+        (out_dir / WORKER_PID).write_text(f"{proc.pid} {start_time(proc.pid)}\n")
+        try:
+            returncode: int | None = worker_status(wait_watching(proc, timeout_s, out_dir, watch), containment)
+        except subprocess.TimeoutExpired:
+            kill_group(proc)
+            returncode = None
+        except BaseException:  # the harness itself is interrupted: never leave an engine running
+            kill_group(proc, grace_s=2.0)
+            raise
+        finally:
+            (out_dir / WORKER_PID).unlink(missing_ok=True)  # ended or stopped: nothing for a later run to stop
+    return returncode
 
 
 def wait_watching(proc: subprocess.Popen, timeout_s: float, out_dir: Path, watch: Watch | None) -> int:

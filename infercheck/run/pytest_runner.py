@@ -1,14 +1,61 @@
-"""Run a symptom's pytest node id in a variant's engine env (FAIL_TO_PASS, as SWE-bench does)."""
+"""Run a symptom's pytest node id in a variant's engine env (FAIL_TO_PASS, as SWE-bench does), held
+like a worker (docs/design.md, "What a worker sees"): the same containment (run/sandbox.py) and,
+where the platform allows one, a view of its own (run/view.py) holding the engine, the test's own
+folder and the model zoo, and nothing of the judges."""
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
+import json
+import os
+from dataclasses import replace
+from pathlib import Path, PurePosixPath
 
 from infercheck.build.engine_env import EngineEnv
-from infercheck.run.lifeline import Lifeline
+from infercheck.device import detect_device
+from infercheck.paths import MODELS_DIR, REPO_ROOT, cache_dir
+from infercheck.run.job import Job, STDERR, STDOUT
+from infercheck.run.launcher import CONTAINMENT, HARNESS_CODE, covered_folders, run_contained
+from infercheck.run.sandbox import namespaces_refused, plan_containment, private_environ, wrap_command
 from infercheck.run.store import PytestOutcome
+from infercheck.run.view import WorkerView, neutral_environ, plan_view
 from infercheck.specs import SymptomSpec
+
+PYTEST_LOG = "pytest.log"
+TAIL_LINES = 8
+
+
+def symptom_binds(spec: SymptomSpec) -> tuple[tuple[tuple[str, str], ...], str] | str:
+    """What a pytest symptom sees beside the engine, as (host path, place under the view's root)
+    pairs, and its working folder's place; or why it cannot have a view. The test file's folder (and
+    a conftest.py beside the symptom spec) keep the places they have in the repository, under
+    `repo/`, with the model zoo at `repo/suites/models` (a bundled test finds its model relative to
+    itself); a symptom outside the repository sits under `symptom/`."""
+    folder = Path(spec.path).resolve().parent
+    test_dir = (folder / str(spec.pytest).split("::")[0]).resolve().parent
+    anchor, top = (REPO_ROOT, PurePosixPath("repo")) if folder.is_relative_to(REPO_ROOT) else (folder, PurePosixPath("symptom"))
+    if not test_dir.is_relative_to(anchor):
+        return f"the test file lies outside {anchor}"
+    place = lambda path: str(top / path.relative_to(anchor))  # noqa: E731
+    binds = [(str(test_dir), place(test_dir))]
+    if (folder / "conftest.py").is_file() and folder != test_dir:
+        binds.append((str(folder / "conftest.py"), place(folder / "conftest.py")))
+    if anchor == REPO_ROOT:
+        binds.append((str(MODELS_DIR), place(MODELS_DIR)))
+    return tuple(binds), place(folder)
+
+
+def symptom_view(spec: SymptomSpec, env: EngineEnv, out_dir: Path, environ: dict[str, str]) -> WorkerView | str:
+    """The pytest run's view, or why it gets none."""
+    refused = namespaces_refused()
+    if refused is not None:
+        return refused
+    planned = symptom_binds(spec)
+    if isinstance(planned, str):
+        return planned
+    binds, cwd = planned
+    view = plan_view(Job("vllm", "", "float32", []), env.python, env.pythonpath, HARNESS_CODE, environ.get("HF_HOME"),
+                     out_dir, covered_folders(out_dir), binds)
+    return view if isinstance(view, str) else replace(view, cwd=f"{view.root}/{cwd}")
 
 
 def run_pytest(spec: SymptomSpec, env: EngineEnv, out_dir: Path, timeout_s: float,
@@ -16,16 +63,30 @@ def run_pytest(spec: SymptomSpec, env: EngineEnv, out_dir: Path, timeout_s: floa
     """The node id is relative to the symptom file's folder; the full log lands in out_dir. With
     `trace` (engine files), the run is traced like a worker's group (run/traced_pytest.py)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    cwd = Path(spec.path).parent
-    args = ["-q", "-p", "no:cacheprovider", str(spec.pytest)]
-    runner = ["-m", "infercheck.run.traced_pytest", "--out", str(out_dir.resolve()), "--trace", *(trace or []), "--"]
-    cmd = [env.python, *runner, *args]
+    containment = plan_containment(detect_device(), timeout_s, [REPO_ROOT, cache_dir()], needs_network=False)
+    environ = private_environ(env.environ(), out_dir)
+    view = symptom_view(spec, env, out_dir, environ)
+    args = ["--", "-q", "-p", "no:cacheprovider", str(spec.pytest)]
+    if isinstance(view, WorkerView):
+        containment = replace(containment, view=view.as_record(), notes=(*containment.notes, *view.notes))
+        traced = [view.path(t) if os.path.isabs(t) else t for t in trace or []]
+        cmd = wrap_command([view.python, f"{view.root}/bin/test.py", "--out", view.out_dir(), "--trace", *traced,
+                            *args], out_dir, containment, view.sandbox_args())
+        cwd = out_dir
+    else:
+        containment = replace(containment, notes=(*containment.notes, f"no view of its own ({view}): the test "
+                                                  "sees the host's paths"))
+        cmd = wrap_command([env.python, "-m", "infercheck.run.traced_pytest", "--out", str(out_dir.resolve()),
+                            "--trace", *(trace or []), *args], out_dir, containment)
+        cwd = Path(spec.path).resolve().parent
+    environ = neutral_environ(environ, view if isinstance(view, WorkerView) else None)
     try:
-        with Lifeline() as lifeline:  # the run stops itself if the harness dies (run/lifeline.py)
-            proc = subprocess.run(cmd, cwd=cwd, env={**env.environ(), **lifeline.env()}, capture_output=True,
-                                  text=True, timeout=timeout_s, start_new_session=True, pass_fds=(lifeline.read_fd,))
-    except subprocess.TimeoutExpired:
+        returncode = run_contained(cmd, environ, out_dir, containment, timeout_s, cwd=cwd)
+    finally:
+        (out_dir / CONTAINMENT).write_text(json.dumps(containment.as_record()))
+    log = "".join((out_dir / name).read_text(errors="replace") for name in (STDOUT, STDERR) if (out_dir / name).is_file())
+    (out_dir / PYTEST_LOG).write_text(log)
+    if returncode is None:
         return PytestOutcome(False, None, f"timed out after {timeout_s:g}s")
-    (out_dir / "pytest.log").write_text(proc.stdout + proc.stderr)
-    tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
-    return PytestOutcome(proc.returncode == 0, proc.returncode, tail)
+    tail = "\n".join(log.strip().splitlines()[-TAIL_LINES:])
+    return PytestOutcome(returncode == 0, returncode, tail)

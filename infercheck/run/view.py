@@ -26,6 +26,7 @@ from infercheck.run.job import Job
 VIEW_ROOTS = ("/srv", "/mnt", "/opt")
 WORKER_CODE_FILES = ("__init__.py", "errors.py")  # besides run/: all a worker imports of the harness
 ENTRY = "run/entry.py"  # the worker's entry point, run as <root>/bin/main.py
+PYTEST_ENTRY = "run/pytest_entry.py"  # a pytest symptom's entry point, run as <root>/bin/test.py
 SCRATCH = ("/tmp",)  # covered, but writable: some libraries write there directly
 HARNESS_WORD = "infercheck"  # what the worker's environment must not name
 PATH_LISTS = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH")
@@ -49,6 +50,7 @@ class WorkerView:
     pythonpath: tuple[str, ...]  # the engine overlay's folders and the worker code, in the view
     notes: tuple[str, ...] = field(default_factory=tuple)
     scratch: tuple[str, ...] = ()  # covered by an empty writable tmpfs (/tmp: code that writes there directly)
+    cwd: str | None = None  # the working folder in the view (default: the run folder)
 
     def path(self, host: str | Path) -> str:
         """A host path as the worker sees it (the longest bound source that holds it); a path under
@@ -78,7 +80,7 @@ class WorkerView:
             args += ["mask", mask]
         for folder in self.scratch:
             args += ["scratch", folder]
-        return args + ["cwd", self.out_dir()]
+        return args + ["cwd", self.cwd or self.out_dir()]
 
     def as_record(self) -> dict:
         return asdict(self)
@@ -130,8 +132,9 @@ def interpreters(python: str) -> list[str]:
 
 
 def plan_binds(root: str, job: Job, python: str, pythonpath: tuple[str, ...], harness_code: Path,
-               hf_home: str | None, out_dir: Path) -> list[Bind]:
-    """Everything the worker needs, each at a neutral place under the root."""
+               hf_home: str | None, out_dir: Path, extra: tuple[tuple[str, str], ...] = ()) -> list[Bind]:
+    """Everything the worker needs, each at a neutral place under the root; `extra`: more host
+    folders or files, each with its place relative to the root."""
     binds: list[Bind] = []
     prefix = venv_prefix(python)
     if prefix is not None:
@@ -140,6 +143,7 @@ def plan_binds(root: str, job: Job, python: str, pythonpath: tuple[str, ...], ha
     binds += [Bind(str(harness_code / "run"), f"{root}/lib/{harness_code.name}/run")]
     binds += [Bind(str(harness_code / f), f"{root}/lib/{harness_code.name}/{f}") for f in WORKER_CODE_FILES]
     binds.append(Bind(str(harness_code / ENTRY), f"{root}/bin/main.py"))
+    binds.append(Bind(str(harness_code / PYTEST_ENTRY), f"{root}/bin/test.py"))
     models, tasks = job_paths(job)
     names: set[str] = set()
     for model in models:
@@ -151,6 +155,7 @@ def plan_binds(root: str, job: Job, python: str, pythonpath: tuple[str, ...], ha
     binds += [Bind(task, f"{root}/tasks{i}") for i, task in enumerate(tasks)]
     if hf_home and Path(hf_home).is_dir():
         binds.append(Bind(hf_home, f"{root}/hf"))
+    binds += [Bind(source, f"{root}/{place}") for source, place in extra]
     binds.append(Bind(str(out_dir), f"{root}/run", writable=True))
     return binds
 
@@ -162,10 +167,10 @@ def outermost(folders: list[str]) -> list[str]:
 
 
 def plan_view(job: Job, python: str, pythonpath: tuple[str, ...], harness_code: Path, hf_home: str | None,
-              out_dir: Path, covered: list[Path]) -> WorkerView | str:
+              out_dir: Path, covered: list[Path], extra: tuple[tuple[str, str], ...] = ()) -> WorkerView | str:
     """The view of one worker, or why none can be made here. `covered`: host folders to hide (the
     repository, cache, reports, the run folder, home, /tmp); one holding the interpreter itself is
-    left visible and said in the notes."""
+    left visible and said in the notes. `extra`: plan_binds'."""
     keep = [k for real in interpreters(python) for k in (real, str(Path(real).parent.parent))]  # and their libraries
     notes, masks = [], []
     for folder in dict.fromkeys(str(Path(c).resolve()) for c in covered if Path(c).is_dir()):
@@ -174,14 +179,14 @@ def plan_view(job: Job, python: str, pythonpath: tuple[str, ...], harness_code: 
         else:
             masks.append(folder)
     masks = outermost(masks)
-    probe_binds = plan_binds("/", job, python, pythonpath, harness_code, hf_home, out_dir.resolve())
+    probe_binds = plan_binds("/", job, python, pythonpath, harness_code, hf_home, out_dir.resolve(), extra)
     needed = [b.source for b in probe_binds] + keep
     for root in VIEW_ROOTS:
         if not Path(root).is_dir() or any(_under(n, root) for n in needed):
             continue
         if any(_under(root, m) or _under(m, root) for m in masks):
             continue
-        binds = plan_binds(root, job, python, pythonpath, harness_code, hf_home, out_dir.resolve())
+        binds = plan_binds(root, job, python, pythonpath, harness_code, hf_home, out_dir.resolve(), extra)
         prefix = venv_prefix(python)
         view_python = f"{root}/env/{Path(python).relative_to(prefix)}" if prefix is not None else python
         path = tuple(f"{root}/engine{i}" for i, p in enumerate(pythonpath) if Path(p).is_dir()) + (f"{root}/lib",)

@@ -1,7 +1,10 @@
 """A pytest-node symptom runs in the variant's env (here the installed one, with an env var standing
 in for a patched module) and reports pass/fail."""
 
+import json
 from dataclasses import replace
+
+import pytest
 
 from infercheck.build.engine_env import installed_env
 from infercheck.run.pytest_runner import run_pytest
@@ -51,3 +54,42 @@ def test_a_pytest_run_that_did_not_decide_is_never_stored(tmp_path):
     outcome, reused = run_pytest_cached(spec, env, tmp_path / "run1", 120, [])
     assert outcome.returncode not in (0, 1) and not reused  # a collection error: the machine's or the test's setup
     assert run_pytest_cached(spec, env, tmp_path / "run2", 120, [])[1] is False
+
+
+def test_a_pytest_symptom_runs_in_a_view_with_its_folder_and_nothing_of_the_judges(tmp_path):
+    from infercheck.paths import REPO_ROOT
+    from infercheck.run.sandbox import namespaces_refused
+
+    if namespaces_refused() is not None:
+        pytest.skip(f"no mount namespace here: {namespaces_refused()}")
+    case = tmp_path / "case"
+    (case / "tests").mkdir(parents=True)
+    (case / "tests" / "data.txt").write_text("next to the test")
+    (case / "tests" / "test_view.py").write_text(f"""import os, sys
+from pathlib import Path
+
+def test_view():
+    assert (Path(__file__).parent / "data.txt").read_text() == "next to the test"
+    assert Path.cwd().name == "symptom"
+    assert not os.path.isdir({str(REPO_ROOT)!r}) or not os.listdir({str(REPO_ROOT)!r})
+    assert "infercheck" not in " ".join(sys.argv).lower() and "infercheck" not in os.getcwd().lower()
+    assert not any("infercheck" in v.lower() for v in os.environ.values())
+""")
+    spec = SymptomSpec("repro", "pytest", pytest="tests/test_view.py::test_view", path=str(case / "symptom.yaml"))
+    outcome = run_pytest(spec, installed_env("cpu"), tmp_path / "run", timeout_s=120)
+    assert outcome.passed, (tmp_path / "run" / "pytest.log").read_text()
+    assert json.loads((tmp_path / "run" / "containment.json").read_text())["view"] is not None
+
+
+def test_a_bundled_symptom_keeps_its_place_in_the_repository_beside_the_models():
+    from infercheck.paths import MODELS_DIR, PATCHES_DIR
+    from infercheck.run.pytest_runner import symptom_binds
+
+    case = PATCHES_DIR / "stop-string-include-split"
+    spec = SymptomSpec("repro", "pytest", pytest="tests/test_include_stop.py::x", path=str(case / "symptom.yaml"))
+    binds, cwd = symptom_binds(spec)
+    assert cwd == "repo/patches/stop-string-include-split"
+    assert dict(binds) == {str(case / "tests"): "repo/patches/stop-string-include-split/tests",
+                           str(MODELS_DIR): "repo/suites/models"}
+    outside = SymptomSpec("repro", "pytest", pytest="../../../elsewhere/test_x.py::x", path=str(case / "symptom.yaml"))
+    assert "outside" in symptom_binds(outside)
