@@ -8,11 +8,11 @@ base engine groups and their reference scoring run once for all of its candidate
 from __future__ import annotations
 
 import time
-import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from infercheck.candidates import Progress, Validator, attempt
 from infercheck.cases import Candidate, Case, load_case
 from infercheck.errors import InfercheckError
 from infercheck.names import CheckKind, Headline
@@ -20,13 +20,10 @@ from infercheck.options import ValidateOptions
 from infercheck.pipeline import RUNS
 from infercheck.records import ValidationRun
 from infercheck.report.files import REPORT_FILES, json_text, write_texts
-from infercheck.report.html import HARNESS_ERROR, render_bench
+from infercheck.report.html import render_bench
 from infercheck.report.view import expected_matches
 from infercheck.run.store import RunOutcome
 
-Progress = Callable[[str], None]
-# validate(options) -> (run, report folder); the CLI passes the real pipeline.
-Validator = Callable[[ValidateOptions], tuple[ValidationRun, Path]]
 # The bug check of a case: its bug.patch validated against the clean engine with the case's symptom.
 BUG = "bug"
 REPRODUCED = "REPRODUCED"
@@ -153,17 +150,9 @@ def run_bench(cases: list[Case], out: Path, options: Callable[[Case, Candidate, 
         folder = out / case.id / cand.name
         progress(f"bench [{i}/{len(chosen)}] {case.id}/{cand.name} (expected {cand.expected})")
         t0 = time.time()
-        try:
-            run, folder = validate(options(case, cand, folder))
-            got = bug_outcome(run) if cand.name == BUG else run.verdict.headline
-        except InfercheckError as exc:  # bad input in one case must not lose the others' results
-            got = "ERROR:input"
-            progress(f"bench {case.id}/{cand.name}: {exc}")
-        except Exception as exc:  # a harness bug on one candidate: recorded, the bench goes on
-            got = "ERROR:harness"
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / HARNESS_ERROR).write_text(traceback.format_exc())
-            progress(f"bench {case.id}/{cand.name}: harness failure {type(exc).__name__}: {exc}".splitlines()[0])
+        tried = attempt(validate, options(case, cand, folder), folder, progress, f"bench {case.id}/{cand.name}")
+        got = bug_outcome(tried.run) if tried.run is not None and cand.name == BUG else tried.got
+        folder = tried.folder
         row = BenchRow(case.id, cand.name, cand.expected, got, round(time.time() - t0, 1),
                        str(folder.relative_to(out)) if folder.is_relative_to(out) else str(folder), cand.why)
         progress(f"bench {case.id}/{cand.name}: {got} ({'as expected' if row.matches else 'MISMATCH'}) "

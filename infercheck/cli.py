@@ -82,7 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     parity.add_argument("--out", type=Path)
 
     val = sub.add_parser("validate", help="validate a patch: symptom, parity, accuracy → verdict and report")
-    val.add_argument("patch", type=Path, nargs="?", help="the candidate patch (omit with --resume)")
+    val.add_argument("patch", type=Path, nargs="*",
+                     help="the candidate patch (omit with --resume); several, or a folder of *.patch files, "
+                          "validates each against one base and ranks them (docs/design.md, \"Many candidates\")")
     val.add_argument("--resume", type=Path, metavar="RUN_DIR",
                      help="finish an interrupted validate in RUN_DIR with its own options, reusing finished work")
     val.add_argument("--base-patch", action="append", default=[], type=Path, metavar="P",

@@ -19,9 +19,10 @@ from infercheck.build.tree import engine_tree, find_installed_engine
 from infercheck.checks.parity import compare_greedy, summarize
 from infercheck.console import Console, parse_engine_arg, progress
 from infercheck.device import detect_device
-from infercheck.draw import chosen_seed
+from infercheck.draw import Draw, chosen_seed
 from infercheck.errors import InfercheckError
 from infercheck.models import zoo
+from infercheck.candidates import CANDIDATES_JSON, patch_files, ranking_text, validate_candidates, write_candidates
 from infercheck.cases import load_case
 from infercheck.paths import PATCHES_DIR, cache_dir, reports_dir
 from infercheck.apps import load_apps
@@ -203,19 +204,69 @@ def validate_options(args: argparse.Namespace) -> ValidateOptions:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    patches = args.patch if isinstance(args.patch, list) else [args.patch] if args.patch is not None else []
     if getattr(args, "resume", None) is not None:
-        if args.patch is not None:
+        if patches:
             raise InfercheckError("give either a patch or --resume RUN_DIR (a resumed run keeps its own options)")
         opts = load_options(args.resume)
-    elif args.patch is None:
+    elif not patches:
         raise InfercheckError("validate needs a patch (or --resume RUN_DIR)")
+    elif len(patches) > 1 or patches[0].is_dir():
+        return validate_many(args, patch_files(patches))
     else:
-        opts = validate_options(args)
+        opts = validate_options(argparse.Namespace(**{**vars(args), "patch": patches[0]}))
     with Console(quiet=args.quiet) as console:
         if getattr(args, "resume", None) is not None:
             console(f"resuming {args.resume}: {opts.command or opts.patch}")
         run, folder = validate(opts, console, console.live)
     return print_verdict(run, folder, args, opts.fail_on)
+
+
+SAME_BASE_OPTIONS = ("case", "engine_src", "model", "symptom", "suites", "apps")  # what a candidate's base is
+
+
+def one_candidate_command(args: argparse.Namespace, patch: Path) -> str:
+    """The validate command of one candidate of a multi-candidate run, on its own (the pipeline
+    appends the seed)."""
+    parts = ["infercheck", "validate", str(patch)]
+    parts += [a for p in args.base_patch for a in ("--base-patch", str(p))]
+    parts += [a for name in SAME_BASE_OPTIONS if getattr(args, name, None) is not None
+              for a in (f"--{name.replace('_', '-')}", str(getattr(args, name)))]
+    if args.dtype != "float32":
+        parts += ["--dtype", args.dtype]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def validate_many(args: argparse.Namespace, patches: list[Path]) -> int:
+    """Several candidates against one base (infercheck/candidates.py): one report folder each under
+    --out (default reports/<time>-candidates/), one prompt draw, and the ranking page; exits with the
+    best candidate's code."""
+    if getattr(args, "github", False):
+        raise InfercheckError("--github takes one candidate per run (docs/ci.md runs one job per patch)")
+    seed = chosen_seed(getattr(args, "seed", None), os.environ)
+    seed = Draw.fresh().seed if seed is None else seed  # one draw for every candidate: base and reference are shared
+    out = args.out or reports_dir() / f"{time.strftime('%Y%m%d-%H%M%S')}-candidates"
+    if out.exists() and any(out.iterdir()) and not (out / CANDIDATES_JSON).is_file():
+        raise InfercheckError(f"--out {out} holds something else than an earlier candidates run")
+
+    def options(patch: Path, folder: Path) -> ValidateOptions:
+        opts = validate_options(argparse.Namespace(**{**vars(args), "patch": patch, "out": folder, "seed": seed}))
+        opts.command = one_candidate_command(args, patch)
+        return opts
+
+    base = f"case {load_case(args.case).id}" if args.case is not None else \
+        "the engine" + "".join(f" + {p.name}" for p in args.base_patch)
+    with Console(quiet=args.quiet) as console:
+        console(f"{len(patches)} candidates against {base}, prompt draw seed {seed}")
+        result = validate_candidates(patches, out, options, lambda opts: validate(opts, console, console.live),
+                                     console, base)
+    paths = write_candidates(result, out)
+    if getattr(args, "json", False):
+        print(paths["json"].read_text(), end="")
+    else:
+        print(ranking_text(result))
+        print(f"ranking: {paths['html']}")
+    return result.exit_code
 
 
 def fail_on_list(text: str | None) -> list[str] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -94,3 +95,9 @@ def render_bench(result: Any) -> str:
     rows = [{**r.__dict__, "matches": r.matches, "href": bench_href(r.got, r.report)} for r in result.rows]
     return ENV.get_template("bench.html").render(result=result, labels=result.labels(), matrix=result.matrix(), rows=rows,
                                                  case_seconds=result.case_seconds())
+
+
+def render_candidates(result: Any) -> str:
+    """The side-by-side page of a multi-candidate validate: the candidates ranked, each linking its report."""
+    rows = [{**asdict(r), "href": bench_href(r.verdict, r.report)} for r in result.rows]
+    return ENV.get_template("candidates.html").render(result=result, rows=rows)

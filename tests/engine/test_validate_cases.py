@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from infercheck.paths import PATCHES_DIR
 from tests.conftest import cli_env
 
 pytestmark = pytest.mark.engine
@@ -75,3 +76,20 @@ def test_report_rerenders_without_engine(quick_bench, tmp_path):
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert (folder / "index.html").is_file() and (folder / "verdict.json").read_text() == before
+
+
+def test_many_candidates_get_the_bench_verdicts_and_a_ranking(quick_bench, session_cache, tmp_path):
+    """A case's fixes/ folder validated at once, in the bench's prompt draw: every group comes from
+    the cache the bench filled, each candidate gets the verdict the bench gave it, the best first."""
+    _, bench, _ = quick_bench
+    case = PATCHES_DIR / "batch-condense-token-count"
+    out = tmp_path / "candidates"
+    proc = subprocess.run([sys.executable, "-m", "infercheck.cli", "validate", str(case / "fixes"), "--case", str(case),
+                           "--out", str(out)], capture_output=True, text=True, env=cli_env(session_cache), timeout=1800)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    data = json.loads((out / "candidates.json").read_text())
+    got = {Path(c["patch"]).stem: c["verdict"] for c in data["candidates"]}
+    assert got == {r["candidate"]: r["got"] for r in bench["rows"] if r["case"] == case.name and r["candidate"] != "bug"}
+    assert data["candidates"][0]["verdict"] == "RESOLVED" and data["candidates"][0]["rank"] == 1
+    assert all((out / c["report"] / "index.html").is_file() for c in data["candidates"])
+    assert "1. RESOLVED" in proc.stdout and (out / "index.html").is_file()
