@@ -47,11 +47,11 @@ from infercheck.options import load_options
 argv = sys.argv[1:]
 Path(os.environ["STAND_IN_ARGV"]).write_text(json.dumps(argv))
 args = build_parser().parse_args(argv)
-if args.command != "validate" or args.out is None or args.case is None:
+if args.command != "validate" or args.out is None or args.case is None or len(args.patch) != 1:
     sys.exit(f"stand-in: not `infercheck validate PATCH --case CASE --out DIR ...`: {{argv}}")
 recorded = Path(os.environ["STAND_IN_RECORDED_RUN"])
 stored = load_options(recorded, "regrade")
-if args.patch.read_bytes() != stored.patch.read_bytes() or args.case.resolve().name != stored.case:
+if args.patch[0].read_bytes() != stored.patch.read_bytes() or args.case.resolve().name != stored.case:
     sys.exit("stand-in: the step's patch and case are not the recorded run's")
 shutil.copytree(recorded, args.out)
 regrade = ["regrade", str(args.out), *(["--fail-on", args.fail_on] if args.fail_on else []),
