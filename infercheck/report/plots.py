@@ -267,7 +267,8 @@ def accuracy_figure(plot: AccuracyPlot) -> Figure | None:
         ax.axvspan(plot.reference - plot.tolerance, plot.reference + plot.tolerance, color=COLOURS["reference"],
                    alpha=0.15, label=f"reference ± tolerance {plot.tolerance:g}", gid="tolerance-band")
     for y, p in enumerate(points):
-        err = [[p.value - p.ci[0]], [p.ci[1] - p.value]] if p.ci else None
+        # the interval is over the paired samples, the value over all a variant answered: it may lie outside
+        err = [[max(0.0, p.value - p.ci[0])], [max(0.0, p.ci[1] - p.value)]] if p.ci else None
         drawn = ax.errorbar([p.value], [y], xerr=err, fmt=MARKERS[p.variant], color=COLOURS[p.variant], capsize=3,
                             markersize=4)
         drawn.lines[0].set_gid(f"{p.variant}-accuracy")  # the point (its bars and caps are drawn apart)

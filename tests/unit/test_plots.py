@@ -180,6 +180,13 @@ def test_accuracy_plot_draws_each_variant_with_its_interval_beside_the_tolerance
     assert "exact_match (fraction of samples, 95% interval)" in texts(svg)
 
 
+def test_an_accuracy_outside_its_interval_still_plots():
+    """The interval is over the paired samples, the value over every sample the variant answered."""
+    points = [plots.AccuracyPoint("base", 0.5, (0.55, 0.7)), plots.AccuracyPoint("patched", 0.9, (0.7, 0.85))]
+    svg = plots.accuracy_svg(plots.AccuracyPlot("accuracy/x", "exact_match", points, 0.05, 0.6))
+    assert ending(svg, "base-accuracy") and ending(svg, "patched-accuracy")
+
+
 def test_runtime_plot_has_a_bar_per_app_and_variant_and_skips_an_unrecorded_metric():
     apps = ["app/a", "app/b", "app/c"]
     metrics = [plots.RuntimeMetric("prefix-cache hit rate [%]", {"base": [0.8, None, 0.5], "patched": [0.1, None, 0.5]},
