@@ -85,7 +85,8 @@ def test_many_candidates_get_the_bench_verdicts_and_a_ranking(quick_bench, sessi
     case = PATCHES_DIR / "batch-condense-token-count"
     out = tmp_path / "candidates"
     proc = subprocess.run([sys.executable, "-m", "infercheck.cli", "validate", str(case / "fixes"), "--case", str(case),
-                           "--out", str(out)], capture_output=True, text=True, env=cli_env(session_cache), timeout=1800)
+                           "--out", str(out), "--seed", str(bench["seed"])], capture_output=True, text=True,
+                          env=cli_env(session_cache), timeout=1800)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     data = json.loads((out / "candidates.json").read_text())
     got = {Path(c["patch"]).stem: c["verdict"] for c in data["candidates"]}
