@@ -133,8 +133,10 @@ def patch_files(paths: list[Path]) -> list[Path]:
             found.append(path)
         else:
             raise InfercheckError(f"patch not found: {path}")
-    unique = list(dict.fromkeys(p.resolve() for p in found))
-    return [next(p for p in found if p.resolve() == u) for u in unique]
+    first: dict[Path, Path] = {}
+    for path in found:
+        first.setdefault(path.resolve(), path)  # each file once, as it was first named
+    return list(first.values())
 
 
 def folder_names(patches: list[Path]) -> list[str]:
