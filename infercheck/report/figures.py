@@ -157,12 +157,37 @@ def figures_of(check: CheckResult) -> list[FigureView]:
     return [f for f in found if f is not None]
 
 
+def not_drawn(what: str, exc: Exception) -> FigureView:
+    """A figure that failed to draw: its caption says so (the report and the verdict stand; the
+    tables above it hold the numbers)."""
+    message = " ".join(str(exc).split())[:300]
+    return FigureView("", f"{what}: figure not drawn ({type(exc).__name__}: {message}) — the numbers are in the "
+                          "table; this is a bug of infercheck's report, please report it.")
+
+
 def check_figures(checks: list[CheckResult]) -> dict[int, list[FigureView]]:
-    """Index of each check in `checks` (a run's) -> its figures, for checks that have any."""
-    return {index: found for index, check in enumerate(checks) if (found := figures_of(check))}
+    """Index of each check in `checks` (a run's) -> its figures, for checks that have any. A check
+    whose figures fail to draw gets a caption saying so instead of failing the report."""
+    out = {}
+    for index, check in enumerate(checks):
+        try:
+            found = figures_of(check)
+        except Exception as exc:  # noqa: BLE001 — a plotting bug must not lose the verdict
+            found = [not_drawn(check.name, exc)]
+        if found:
+            out[index] = found
+    return out
 
 
 def runtime_figure(checks: list[CheckResult]) -> FigureView | None:
+    """The runtime figure, or a caption saying it could not be drawn."""
+    try:
+        return draw_runtime(checks)
+    except Exception as exc:  # noqa: BLE001 — see check_figures
+        return not_drawn("runtime", exc)
+
+
+def draw_runtime(checks: list[CheckResult]) -> FigureView | None:
     """Prefix-cache hit rate and tokens/s of every app that recorded them, base beside patched."""
     records = {c.name: {v.value: app_runtime(c, v) for v in ENGINES} for c in checks if c.kind in APP_LIKE}
     recorded = [name for name, per in records.items()

@@ -338,3 +338,18 @@ def test_the_recorded_run_page_plots_every_parity_check_and_stays_small(name, tm
         svg = re.search(r"<svg.*?</svg>", section_of(html, index), re.S)
         assert svg and "max KL [nats]" in texts(svg.group(0))
     assert len(html.encode()) < MEGABYTE
+
+
+def test_a_figure_that_fails_to_draw_leaves_a_caption_and_the_report_stands(monkeypatch):
+    def broken(*_args, **_kwargs):
+        raise ValueError("'xerr' must not contain negative values")
+
+    monkeypatch.setattr(plots, "runtime_svg", broken)
+    monkeypatch.setattr(figures, "accuracy_figure", broken)
+    run = ValidationRun.from_dict(json.loads(FIXTURE.read_text()))
+    run.checks += demo_like_checks()
+    html = render_report(run)
+    assert "runtime: figure not drawn (ValueError: &#39;xerr&#39; must not contain negative values)" in html
+    failed = [c.name for c in run.checks if c.kind not in (CheckKind.APP, CheckKind.ORACLE)]
+    assert failed and all(f"{name}: figure not drawn (ValueError" in html for name in failed)
+    assert html.count("<figure>") == html.count("<figcaption>")
