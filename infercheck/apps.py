@@ -256,7 +256,7 @@ def _sampling_oracle(app: App, w: dict[str, Any], model: ModelFacts, draw: Draw)
         sets[slot.mode].requests.append(Request(
             request_id(app.check_name, slot.mode, slot.key), prompt=prompts[slot.prompt],
             sampling={**slot.row.params, "max_tokens": slot.max_tokens or max_tokens, "ignore_eos": True},
-            logprobs=-1, wave=slot.wave))
+            logprobs=-1, wave=slot.wave, join_step=slot.join_step))
     return list(sets.values())
 
 

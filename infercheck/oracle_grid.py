@@ -10,8 +10,11 @@ rows without params, one call per parameter: batch-wide code paths chosen by wha
 top-k without top-p, say — see several values of it at once), mixed (every row, plus rows without
 params, in one call), reversed (the mixed batch in reverse order) and staggered (the mixed batch
 with lengths cycling 2..max_tokens: rows leave the running batch at every step, the batch condenses
-— rows with params move into freed slots: the logits processors' removed and moved updates; rows
-never join a running batch, see docs/design.md, "Oracles"). Request ids:
+— rows with params move into freed slots: the logits processors' removed and moved updates) and
+joining (the staggered batch with its rows entering the running engine over 2 x max_tokens steps:
+at every step rows leave and others arrive, into freed slots and past the condensed batch, where
+a row's per-slot state must be its own, never a previous occupant's; docs/design.md, "Oracles").
+Request ids:
 `oracle/<name>#<mode>/<plan>:<row>@p<prompt>`.
 """
 
@@ -24,7 +27,7 @@ from typing import Any
 from infercheck.errors import InfercheckError
 
 MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
-PLANS = ("alone", "uniform", "field", "mixed", "reversed", "staggered")
+PLANS = ("alone", "uniform", "field", "mixed", "reversed", "staggered", "joining")
 PLAIN = "none"  # rows without sampling params of their own (the engine's defaults)
 
 
@@ -46,7 +49,8 @@ class Slot:
     prompt: int
     wave: int
     batch: str = ""  # the field plan's parameter: rows without params run in every field's batch
-    max_tokens: int = 0  # the staggered plan's own length; 0: the oracle's max_tokens
+    max_tokens: int = 0  # the staggered and joining plans' own length; 0: the oracle's max_tokens
+    join_step: int = 0  # the joining plan: engine steps of the wave before the row enters
 
     @property
     def key(self) -> str:
@@ -142,6 +146,14 @@ def staggered_length(i: int, params: dict[str, Any], max_tokens: int) -> int:
     return max(2 + i % max(1, max_tokens - 1), int(params.get("min_tokens") or 0))
 
 
+def join_step(i: int, max_tokens: int) -> int:
+    """The joining plan's arrivals: row i enters after i mod (2 x max_tokens) steps. Lengths cycle
+    with period max_tokens - 1, arrivals with 2 x max_tokens, so over the window every step sees
+    rows leave and rows arrive in changing proportions (more leaving than arriving: the batch
+    condenses and the next arrival lands past it; more arriving: arrivals fill freed slots)."""
+    return i % (2 * max(1, max_tokens))
+
+
 def slots(rows: list[Row], prompts: int, modes: tuple[str, ...], plans: tuple[str, ...],
           grid_fields: tuple[str, ...] = (), max_tokens: int = 6) -> list[Slot]:
     """Every request of the oracle in submission order (waves ascending within a mode); the field
@@ -172,6 +184,10 @@ def slots(rows: list[Row], prompts: int, modes: tuple[str, ...], plans: tuple[st
             elif plan == "staggered":
                 out += [Slot(mode, plan, r, r.prompt, wave, max_tokens=staggered_length(i, r.params, max_tokens))
                         for i, r in enumerate(rows)]
+                wave += 1
+            elif plan == "joining":
+                out += [Slot(mode, plan, r, r.prompt, wave, max_tokens=staggered_length(i, r.params, max_tokens),
+                             join_step=join_step(i, max_tokens)) for i, r in enumerate(rows)]
                 wave += 1
             else:
                 raise InfercheckError(f"unknown batch plan {plan!r} (known: {', '.join(PLANS)})")

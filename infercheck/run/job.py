@@ -48,6 +48,9 @@ class Request:
     turns: list[str] | None = None
     # Prefix-cache salt (vLLM's `cache_salt`): only requests of the same salt share cached blocks.
     cache_salt: str | None = None
+    # Rows joining a running batch: the request enters the engine once this many engine steps of its
+    # wave have run (0: before the first). A wave holding a later joiner runs step by step.
+    join_step: int = 0
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.prompt_token_ids is None):

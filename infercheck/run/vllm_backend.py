@@ -156,12 +156,40 @@ class GroupRunner:
     def generate(self, requests: list[Request], prompts: list[Any], wave: int, step: int) -> list[Any]:
         t0 = time.time()
         outputs = self.llm.generate(prompts, [sampling_params(r) for r in requests], use_tqdm=self.progress_bar)
-        elapsed = time.time() - t0
-        self.steps.append({"wave": wave, "step": step, "requests": len(requests),
+        return self.timed(outputs, time.time() - t0, wave, step)
+
+    def timed(self, outputs: list[Any], elapsed: float, wave: int, step: int) -> list[Any]:
+        """Records one timing row for a call's outputs; pairs each output with the call's time."""
+        self.steps.append({"wave": wave, "step": step, "requests": len(outputs),
                            "prompt_tokens": sum(len(o.prompt_token_ids) for o in outputs),
                            "output_tokens": sum(len(c.token_ids) for o in outputs for c in o.outputs),
                            "elapsed_s": round(elapsed, 4)})
         return [(o, elapsed) for o in outputs]
+
+    def stepped(self, requests: list[Request], prompts: list[Any], wave: int) -> list[Any]:
+        """`generate`, with each request added to the running engine at its `join_step` (engine steps
+        since the wave began; an idle engine skips ahead to the next joiner), as a server adds
+        arrivals between steps. Outputs in request order."""
+        from vllm.sampling_params import RequestOutputKind
+
+        engine, t0, step, done = self.llm.llm_engine, time.time(), 0, {}
+        order = sorted(range(len(requests)), key=lambda i: requests[i].join_step)
+        bar = self.progress_bar(total=len(requests))
+        while order or engine.has_unfinished_requests():
+            if not engine.has_unfinished_requests():
+                step = max(step, requests[order[0]].join_step)
+            while order and requests[order[0]].join_step <= step:
+                i = order.pop(0)
+                params = sampling_params(requests[i])
+                params.output_kind = RequestOutputKind.FINAL_ONLY
+                engine.add_request(str(i), prompts[i], params)
+            for output in engine.step():
+                if output.finished:
+                    done[int(output.request_id)] = output
+                    bar.update(1)
+            step += 1
+        bar.close()
+        return self.timed([done[i] for i in range(len(requests))], time.time() - t0, wave, 0)
 
     def run_plain(self, requests: list[Request], wave: int) -> None:
         prompts = [prompt_of(r) for r in requests]
@@ -170,7 +198,9 @@ class GroupRunner:
             for r in requests:
                 check_fits(self.blocks, r, len(r.prompt_token_ids) if r.prompt_token_ids is not None
                            else len(tokenizer.encode(r.prompt)))
-        for request, (output, elapsed) in zip(requests, self.generate(requests, prompts, wave, 0)):
+        joining = any(r.join_step for r in requests)
+        outputs = self.stepped(requests, prompts, wave) if joining else self.generate(requests, prompts, wave, 0)
+        for request, (output, elapsed) in zip(requests, outputs):
             self.emit(to_result(request, self.group.name, output, elapsed))
 
     def run_sessions(self, sessions: list[Request], wave: int) -> None:

@@ -78,6 +78,6 @@ def test_the_sampling_oracle_covers_its_grid_on_the_unmodified_engine(all_apps_r
     table = found["distributions"]["detail"]["table"]
     grid = load_apps()["sampling"].workload["grid"]
     assert set(grid) <= {c["parameter"] for c in table}
-    assert {c["plan"] for c in table} == {"alone", "uniform", "field", "mixed", "reversed", "staggered"}
+    assert {c["plan"] for c in table} == {"alone", "uniform", "field", "mixed", "reversed", "staggered", "joining"}
     assert {c["mode"] for c in table} == {"raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits"}
     assert found["samples"]["detail"]["sampled"] > 500 and found["seeds"]["detail"]["seeded_repeats"] > 50

@@ -60,7 +60,11 @@ def test_batch_plans_put_each_row_alone_uniform_beside_its_field_and_mixed():
     staggered = [s for s in one_mode if s.plan == "staggered"]
     assert [s.row.name for s in staggered] == mixed and {s.max_tokens for s in staggered} == {2, 3, 4, 5, 6}
     assert all(s.max_tokens >= s.row.params.get("min_tokens", 0) for s in staggered)
-    assert all(s.max_tokens == 0 for s in one_mode if s.plan != "staggered")
+    joining = [s for s in one_mode if s.plan == "joining"]
+    assert [(s.row.name, s.max_tokens) for s in joining] == [(s.row.name, s.max_tokens) for s in staggered]
+    assert {s.join_step for s in joining} == set(range(12)) and len({s.wave for s in joining}) == 1
+    assert all(s.max_tokens == 0 for s in one_mode if s.plan not in ("staggered", "joining"))
+    assert all(s.join_step == 0 for s in one_mode if s.plan != "joining")
     waves = [s.wave for s in one_mode]
     assert waves == sorted(waves) and len({s.wave for s in one_mode if s.plan == "mixed"}) == 1
 
