@@ -192,8 +192,12 @@ def measured(runner: Runner, scenario: Scenario, patches: list[Path], plan: Perf
 
 
 def fresh_cache(plan: PerfPlan, label: str) -> Path:
-    plan.cache_root.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(dir=plan.cache_root, prefix=f"{label}-"))
+    try:
+        plan.cache_root.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(dir=plan.cache_root, prefix=f"{label}-"))
+    except OSError as exc:
+        raise InfercheckError(f"cannot make a fresh cache folder under {plan.cache_root}: {exc.strerror or exc}") \
+            from None
 
 
 def run_round(plan: PerfPlan, index: int, runner: Runner, progress: Progress) -> list[Sample]:

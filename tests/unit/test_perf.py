@@ -130,3 +130,10 @@ def test_bad_input_is_one_line(tmp_path):
         perf_plan(CASE, 1, 1, tmp_path / "work", tmp_path / "caches")
     with pytest.raises(InfercheckError, match="not a case folder"):
         perf_plan(tmp_path / "nowhere", 1, 1, tmp_path / "other", tmp_path / "caches")
+
+
+def test_a_cache_root_that_cannot_be_made_is_one_line(tmp_path):
+    (tmp_path / "file").write_text("")
+    plan = perf_plan(CASE, 1, 1, tmp_path / "work", tmp_path / "file" / "caches")
+    with pytest.raises(InfercheckError, match="cannot make a fresh cache folder under"):
+        run_perf(plan, StandIn())
