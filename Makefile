@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.infercheck-setup
 SETUP_INPUTS := Makefile pyproject.toml scripts/setup_env.sh
 
-.PHONY: setup demo test test-unit test-engine models doctor bench bench-quick clean-cache
+.PHONY: setup demo test test-unit test-engine models doctor bench bench-quick bench-perf clean-cache
 
 setup: $(STAMP)
 
@@ -45,6 +45,11 @@ bench: setup
 # The subset CI runs (candidates marked `quick: true`; covers every verdict class).
 bench-quick: setup
 	$(VENV)/bin/infercheck bench patches/ --quick
+
+# Where a validate's time goes: the demo case cold, warm and as a further candidate (3 rounds, each in
+# a fresh cache), then one multi-candidate run; medians to reports/bench-perf.json. Not part of `make test`.
+bench-perf: setup
+	$(VENV)/bin/infercheck perf --runs $(or $(RUNS),3)
 
 clean-cache:
 	rm -rf $${INFERCHECK_CACHE:-$$HOME/.cache/infercheck}

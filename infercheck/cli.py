@@ -144,6 +144,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="the main job on the bundled default")
     add_quiet(demo)
+
+    perf = sub.add_parser("perf", help="where a validate's time goes (make bench-perf): a case cold, warm and as a "
+                                       "further candidate, in rounds, medians written as JSON")
+    perf.add_argument("--runs", type=int, default=3, help="rounds, each cold, warm and a further candidate in a fresh "
+                                                          "cache (default 3); medians over them")
+    perf.add_argument("--case", type=Path, help="a case folder with two candidates or more (default: the demo's)")
+    perf.add_argument("--out", type=Path, help="the JSON (default reports/bench-perf.json; run folders beside it)")
+    perf.add_argument("--seed", type=seed_arg, help="the prompt draw's seed, one for every run (default: "
+                                                    "$INFERCHECK_SEED, else a fresh draw)")
+    perf.add_argument("--cache-root", type=Path, help="where each round's fresh cache folder goes, removed after the "
+                                                      "round (default: beside the cache, <cache>-perf)")
+    add_quiet(perf)
     return parser
 
 
@@ -169,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         "run": commands.cmd_run, "parity": commands.cmd_parity, "demo": commands.cmd_demo,
         "validate": commands.cmd_validate, "report": commands.cmd_report, "neighbours": commands.cmd_neighbours,
         "bench": commands.cmd_bench, "regrade": commands.cmd_regrade,
-        "codemap": commands.cmd_codemap,
+        "codemap": commands.cmd_codemap, "perf": commands.cmd_perf,
     }
     started = time.time()
     for signum in (signal.SIGTERM, signal.SIGHUP):  # a CI runner's or scheduler's cancel ends a run as Ctrl-C does

@@ -374,6 +374,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0 if code in (0, 1) else code
 
 
+def cmd_perf(args: argparse.Namespace) -> int:
+    """Measure where a validate's time goes (infercheck/perf.py) and write the medians as JSON."""
+    from infercheck.perf import perf_plan, perf_text, run_perf, write_perf
+
+    out = args.out or reports_dir() / "bench-perf.json"
+    work = out.with_suffix("") / time.strftime("%Y%m%d-%H%M%S")
+    cache = cache_dir()
+    plan = perf_plan(args.case or DEMO_CASE, args.runs, chosen_seed(args.seed, os.environ), work,
+                     args.cache_root or cache.with_name(f"{cache.name}-perf"))
+    with Console(quiet=args.quiet) as console:
+        console(f"perf: {plan.case.name}, {plan.rounds} round(s), seed {plan.seed}; run folders in {work}")
+        result = run_perf(plan, progress=console)
+    print(perf_text(result))
+    print(f"written: {write_perf(result, out)}")
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     """Validate the bundled candidates, print the confusion matrix and timings, write the bench page."""
     from infercheck.bench import BUG, load_cases, matrix_text, run_bench, write_bench

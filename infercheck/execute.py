@@ -54,7 +54,8 @@ class Runner:
             if reused:
                 state += f", {reused}/{len(job.groups)} group(s) reused from cache"
             self.progress(f"run {env.name}: {state} in {time.time() - started:.1f}s")
-        outcome.workers[name] = WorkerOutcome(run.ok, run.error_kind, run.error, round(run.elapsed_s, 2), reused)
+        outcome.workers[name] = WorkerOutcome(run.ok, run.error_kind, run.error, round(run.elapsed_s, 2), reused,
+                                              wall_s=round(time.time() - started, 2))
         return run
 
 
@@ -80,7 +81,7 @@ def run_workers(plan: Plan, base: EngineEnv, patched: EngineEnv, runner: Runner,
             started = time.time()
             result, reused = run_pytest_cached(plan.symptom, env, runner.runs_dir / pytest_folder(variant),
                                                runner.opts.timeout_s, plan.trace, runner.opts.reuse)
-            outcome.pytest[variant] = result
+            outcome.pytest[variant] = replace(result, wall_s=round(time.time() - started, 2), reused=reused)
             state = "passed" if result.passed else f"failed (exit {result.returncode})"
             runner.progress(f"pytest {env.name}: {state}{', reused from cache' if reused else ''} "
                             f"in {time.time() - started:.1f}s")

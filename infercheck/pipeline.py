@@ -17,6 +17,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
+from infercheck.breakdown import time_breakdown
 from infercheck.build.tree import find_installed_engine
 from infercheck.build.variants import build_variants
 from infercheck.console import LiveWorkers, Progress
@@ -30,10 +31,10 @@ from infercheck.options import ValidateOptions, load_options, save_options
 from infercheck.paths import reports_dir
 from infercheck.plan import Plan, plan_for, stage_plan
 from infercheck.records import Flag, ValidationRun
-from infercheck.report.files import load_run, write_index, write_report
+from infercheck.report.files import load_run, write_index, write_report, write_results
 from infercheck.report.view import fmt_pass
 from infercheck.run.launcher import CONTAINMENT
-from infercheck.run.store import load_stored
+from infercheck.run.store import StoredRun, load_stored
 from infercheck.verdict import decide
 
 RUNS = "runs"
@@ -74,9 +75,9 @@ def graded_flags(found: Intake, graded: Graded) -> list[Flag]:
     return flags
 
 
-def grade_run(found: Intake, the_plan: Plan, run_dir: Path) -> Graded:
-    """Grade a run folder's stored results (the pure stage over what the run stage left)."""
-    return grade(the_plan, load_stored(run_dir / RUNS), Settings(found.profile, found.signals), found.patch.text)
+def grade_run(found: Intake, the_plan: Plan, stored: StoredRun) -> Graded:
+    """Grade a run's stored results (the pure stage over what the run stage left)."""
+    return grade(the_plan, stored, Settings(found.profile, found.signals), found.patch.text)
 
 
 def with_seed(opts: ValidateOptions) -> ValidateOptions:
@@ -111,7 +112,8 @@ def validate(opts: ValidateOptions, progress: Progress, live: LiveWorkers | None
     deadline = t0 + opts.run_timeout_s if opts.run_timeout_s else None
     execute(the_plan, variants, Runner(opts, out / RUNS, progress, deadline, live))
     timer.done("run")
-    graded = grade_run(found, the_plan, out)
+    stored = load_stored(out / RUNS)
+    graded = grade_run(found, the_plan, stored)
     timer.done("grade")
     for check in graded.checks:
         progress(f"check {check.name}: base {fmt_pass(check.base.passed)}, patched {fmt_pass(check.patched.passed)}"
@@ -122,12 +124,14 @@ def validate(opts: ValidateOptions, progress: Progress, live: LiveWorkers | None
                         timer.stages, graded.checks,
                         decide(graded.checks, graded_flags(found, graded), found.symptom is not None, opts.fail_on),
                         opts.case, opts.expected, containment=read_containment(out / RUNS / "patched"),
-                        seed=opts.seed)
+                        seed=opts.seed, timing=time_breakdown(stored))
     run.elapsed_s = round(time.time() - t0, 2)
     write_report(run, out)
     if out.parent == reports_dir():
         write_index(reports_dir())
     timer.done("report")
+    run.stages = dict(timer.stages)
+    write_results(run, out)  # the report stage's own time, known once the page is written
     return run, out
 
 
@@ -138,7 +142,7 @@ def regrade(run_dir: Path, fail_on: list[str] | None = None) -> tuple[Validation
     stored_run = load_run(run_dir)
     opts = load_options(run_dir, "regrade")
     found = with_stored_selection(intake(opts), run_dir / "inputs")
-    graded = grade_run(found, plan_for(found), run_dir)
+    graded = grade_run(found, plan_for(found), load_stored(run_dir / RUNS))
     verdict = decide(graded.checks, graded_flags(found, graded), found.symptom is not None, fail_on or opts.fail_on)
     run = replace(stored_run, checks=graded.checks, verdict=verdict)
     write_report(run, run_dir)

@@ -16,6 +16,7 @@ import dacite
 
 from infercheck.names import CheckFlag, CheckKind, Variant
 from infercheck.payloads import Detail, Payload, tagged_classes
+from infercheck.timing import TimeBreakdown
 
 TAG = "type"
 
@@ -103,6 +104,7 @@ class ValidationRun:
     errors: list[str] = field(default_factory=list)
     containment: dict[str, Any] = field(default_factory=dict)  # what the patched worker was held to
     seed: int | None = None  # the prompt draw's seed (None: a run recorded before draws, the bundled instances)
+    timing: TimeBreakdown = field(default_factory=TimeBreakdown)  # per worker (empty: a run recorded before it)
 
     def to_dict(self) -> dict[str, Any]:
         return to_data(self)

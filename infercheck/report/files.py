@@ -66,6 +66,11 @@ def write_report(run: ValidationRun, out_dir: Path) -> dict[str, Path]:
     return write_texts(out_dir, {key: (REPORT_FILES[key], text) for key, text in texts.items()})
 
 
+def write_results(run: ValidationRun, out_dir: Path) -> Path:
+    """results.json alone (the record of a run whose report stage's own time came after its page)."""
+    return write_texts(out_dir, {"results": (REPORT_FILES["results"], json_text(run.to_dict()))})["results"]
+
+
 def write_texts(out_dir: Path, texts: dict[str, tuple[str, str]]) -> dict[str, Path]:
     """key -> (file name, text), each written atomically into out_dir; returns key -> path."""
     out_dir.mkdir(parents=True, exist_ok=True)

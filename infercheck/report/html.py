@@ -56,7 +56,7 @@ def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update(fmt=view.fmt, fmt_pass=view.fmt_pass, fmt_ci=view.fmt_ci, seconds=view.fmt_seconds,
-                       verdict_class=view.verdict_class, diff_lines=diff_lines,
+                       rate=view.fmt_rate, verdict_class=view.verdict_class, diff_lines=diff_lines,
                        rows=lambda item: dict(view.detail_rows(item)), epoch=view.epoch_seconds, data_v=data_v)
     env.globals.update(VARIANTS=list(Variant), UNDECIDED_FLAGS=UNDECIDED_FLAGS, containment=describe, expected_matches=view.expected_matches,
                        example_columns=example_columns, SECTION_KINDS=SECTION_KINDS, cell_id=cell_id,

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from infercheck.build.engine_env import EngineEnv
 from infercheck.paths import DATA_DIR, SUITES_DIR, cache_dir
-from infercheck.run.job import (GROUPS, JOB_DIGESTS, JOB_FILE, LM_EVAL, RESULTS, SOURCES, STATUS, TRACE, Group, Job,
-                                read_jsonl)
+from infercheck.run.job import (GROUPS, JOB_DIGESTS, JOB_FILE, LM_EVAL, RESULTS, SOURCES, STATUS, TIMING, TRACE, Group,
+                                Job, read_jsonl)
 from infercheck.run.launcher import REUSED_FROM, Watch, WorkerRun, classify, launch, stop_orphan
 from infercheck.run.pytest_runner import run_pytest
 from infercheck.run.store import PytestOutcome, read_json_file
@@ -160,9 +160,13 @@ def store_group(rows: dict[str, dict[str, list[dict]]], group: str, entry: Path,
 
 
 def append_group(entry: Path, out_dir: Path) -> None:
+    """A cache entry's rows added to a run folder, its group row marked reused: its times are the
+    run's that computed it (docs/design.md, "Where the time goes")."""
     for name in ROW_FILES:
+        text = (entry / name).read_text() if name != GROUPS else \
+            "".join(json.dumps({**row, "reused": True}) + "\n" for row in read_jsonl(entry / GROUPS))
         with (out_dir / name).open("a") as rows:
-            rows.write((entry / name).read_text())
+            rows.write(text)
 
 
 def join_traces(entries: dict[str, Path], out_dir: Path) -> None:
@@ -218,7 +222,7 @@ def launch_cached(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float,
             store_group(rows, group.name, entries[group.name], out_dir if job.trace else None)
     else:
         out_dir.mkdir(parents=True, exist_ok=True)
-        for name in (*ROW_FILES, STATUS, TRACE, SOURCES):
+        for name in (*ROW_FILES, STATUS, TRACE, SOURCES, TIMING):  # no worker ran: no worker's clock either
             (out_dir / name).unlink(missing_ok=True)
         (out_dir / STATUS).write_text(json.dumps({"state": "done", "reused": True}))
         run = classify(env.name, out_dir, 0, 0.0, timeout_s)

@@ -30,6 +30,12 @@ def load_pretrained(path: str, dtype_name: str) -> tuple[Any, Any]:
     return model, AutoTokenizer.from_pretrained(path)
 
 
+def import_reference() -> None:
+    """torch and transformers, imported ahead of the first model load (timed apart from it)."""
+    import torch  # noqa: F401
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401
+
+
 def check_sampling(request: Request) -> None:
     unsupported = sorted(set(request.sampling) - SUPPORTED_SAMPLING)
     if unsupported or float(request.sampling.get("temperature", 0.0)) != 0.0:
@@ -111,6 +117,8 @@ def score(model: Any, request: Request, prompt_ids: list[int], eos_id: int | Non
 def run_group(job: Job, group: Group, sink: Sink) -> GroupResult:
     for request in group.requests:
         check_sampling(request)
+    imports = time.time()
+    import_reference()
     t0 = time.time()
     model, tokenizer = load_model(job, group)
     startup = time.time() - t0
@@ -131,9 +139,9 @@ def run_group(job: Job, group: Group, sink: Sink) -> GroupResult:
         sink.emit(result)
         sink.finished()
     elapsed = time.time() - t1
-    if group.lm_eval:
-        from infercheck.run.lm_eval_runner import make_hf, run_tasks
+    from infercheck.run.lm_eval_runner import evaluate, make_hf
 
-        sink.emit_samples(run_tasks(make_hf(model, tokenizer), group.lm_eval, group.name))
+    evaluated = evaluate(lambda: make_hf(model, tokenizer), group, sink)
     return GroupResult(group.name, group.engine_args, len(group.requests), prompt_tokens, output_tokens,
-                       round(elapsed, 4), round(startup, 3))
+                       round(elapsed, 4), round(startup, 3), import_s=round(t0 - imports + evaluated.import_s, 3),
+                       lm_eval_s=round(evaluated.run_s, 3))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
 
@@ -180,10 +180,32 @@ class GroupResult:
     # Why it failed: "exception" (the engine raised while starting or serving the group: evidence
     # about the engine) or "memory" (an allocation refused: evidence about the machine).
     error_kind: str | None = None
+    import_s: float = 0.0  # importing the engine (and lm-eval) for this group: the first group pays it
+    lm_eval_s: float = 0.0  # the group's lm-eval tasks on the live engine (their import in import_s)
+    # Rows from the cache (run/cache.py): every time above is the run's that computed them, not this one's.
+    reused: bool = False
 
     @property
     def tokens_per_s(self) -> float:
         return self.output_tokens / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+@dataclass
+class WorkerTiming:
+    """A worker's own clock, written as it ends (TIMING): what no group row holds (docs/design.md,
+    "Where the time goes")."""
+
+    started: float = 0.0  # the interpreter's start, seconds since the epoch
+    boot_s: float = 0.0  # interpreter start -> the worker's main(): Python's start-up and the worker code's imports
+    wall_s: float = 0.0  # interpreter start -> the job's end
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "WorkerTiming | None":
+        """The record from timing.json's object; None where a field is missing or not a number."""
+        values = [data.get(f.name) for f in fields(cls)]
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            return None
+        return cls(*(float(v) for v in values))
 
 
 def ignore_progress() -> None:
@@ -210,6 +232,7 @@ JOB_FILE = "job.json"  # the job a worker folder ran (the cache rewrites it with
 JOB_DIGESTS = "job.digests.json"
 TRACE = "trace.json"  # {group name: {file: [executed line numbers]}}, for a job with `trace`
 SOURCES = "sources.json"  # {file: its text as this variant ran it, or null}, for a job that traces files
+TIMING = "timing.json"  # the worker's own clock (WorkerTiming)
 PYTEST_GROUP = "pytest"  # the trace context of a traced pytest symptom run (run/traced_pytest.py)
 STDOUT = "worker.stdout"
 STDERR = "worker.stderr"

@@ -26,8 +26,8 @@ import infercheck.run.sandbox as sandbox
 from infercheck.run.sandbox import (Containment, limit_resources, plan_containment, private_environ, worker_status,
                                     wrap_command)
 from infercheck.errors import WorkerError
-from infercheck.run.job import (GROUPS, JOB_DIGESTS, JOB_FILE, LM_EVAL, RESULTS, STATUS, STDERR, STDOUT, GroupResult,
-                                Job, RequestResult, read_jsonl)
+from infercheck.run.job import (GROUPS, JOB_DIGESTS, JOB_FILE, LM_EVAL, RESULTS, STATUS, STDERR, STDOUT, TIMING,
+                                GroupResult, Job, RequestResult, read_jsonl)
 from infercheck.run.progress import PROGRESS, WorkerProgress
 from infercheck.run.view import WorkerView, neutral_environ, plan_view, view_job
 
@@ -101,7 +101,7 @@ def launch(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float = DEFAULT_T
     where the platform allows one (infercheck.run.view); never raises for worker failures. `watch`
     is told the worker's progress while it runs (infercheck.run.progress)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    for stale in (RESULTS, GROUPS, LM_EVAL, STATUS, PROGRESS, *HARNESS_RECORDS):
+    for stale in (RESULTS, GROUPS, LM_EVAL, STATUS, TIMING, PROGRESS, *HARNESS_RECORDS):
         (out_dir / stale).unlink(missing_ok=True)
     containment = containment_for(job, timeout_s)
     environ = private_environ(env.environ(), out_dir)

@@ -8,10 +8,33 @@ score the same token sequences. Per-sample 0/1 results are returned for paired s
 from __future__ import annotations
 
 import functools
+import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from infercheck.run.job import LmEvalTask, WorkerInputError
+from infercheck.run.job import Group, LmEvalTask, Sink, WorkerInputError
+
+
+@dataclass(frozen=True)
+class EvalTime:
+    """Seconds a group spent on lm-eval: importing it (the first group that runs a task) and running its tasks."""
+
+    import_s: float = 0.0
+    run_s: float = 0.0
+
+
+def evaluate(make_lm: Callable[[], Any], group: Group, sink: Sink) -> EvalTime:
+    """Run the group's lm-eval tasks (none: nothing to do) against make_lm()'s model, the sample rows
+    to the sink; returns the time it took."""
+    if not group.lm_eval:
+        return EvalTime()
+    t0 = time.time()
+    import lm_eval.api.model  # noqa: F401  (lm-eval's import, timed apart from its tasks)
+    import lm_eval.tasks  # noqa: F401
+    t1 = time.time()
+    sink.emit_samples(run_tasks(make_lm(), group.lm_eval, group.name))
+    return EvalTime(t1 - t0, time.time() - t1)
 
 
 def make_live_vllm(llm: Any) -> Any:

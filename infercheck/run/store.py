@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from infercheck.errors import InfercheckError
-from infercheck.run.job import (GROUPS, JOB_FILE, LM_EVAL, RESULTS, SOURCES, TRACE, GroupResult, Job, RequestResult,
-                                read_jsonl)
+from infercheck.run.job import (GROUPS, JOB_FILE, LM_EVAL, RESULTS, SOURCES, TIMING, TRACE, GroupResult, Job,
+                                RequestResult, WorkerTiming, read_jsonl)
 
 OUTCOME = "outcome.json"
 REFERENCE_EVAL = "reference-eval"
@@ -38,6 +38,8 @@ class PytestOutcome:
     passed: bool
     returncode: int | None
     tail: str = ""
+    wall_s: float = 0.0  # the harness's time on it in this run (0 in runs recorded before it was kept)
+    reused: bool = False  # its outcome came from the cache
 
 
 @dataclass
@@ -45,8 +47,9 @@ class WorkerOutcome:
     ok: bool
     error_kind: str | None = None  # bad_engine_arg | exception | crash | timeout | ...
     error: str | None = None
-    elapsed_s: float = 0.0
+    elapsed_s: float = 0.0  # the worker subprocess, as the launcher saw it (0: every group reused, none ran)
     reused_groups: int = 0
+    wall_s: float = 0.0  # the harness's whole time on it: cache look-up, the subprocess, cached rows joined
 
 
 @dataclass
@@ -88,6 +91,7 @@ class WorkerRows:
     trace: dict[str, dict[str, list[int]]] | None = None  # group -> file -> executed lines; None: not traced
     sources: dict[str, str | None] = field(default_factory=dict)  # traced file -> its text as run
     job: Job | None = None  # the job the worker ran (job.json), None where none was written
+    timing: WorkerTiming | None = None  # the worker's own clock (timing.json), None where no worker ran
 
     def finished_groups(self) -> set[str]:
         return {g.name for g in self.groups if not g.error}
@@ -96,7 +100,13 @@ class WorkerRows:
 def read_rows(folder: Path) -> WorkerRows:
     return WorkerRows([RequestResult.from_dict(r) for r in read_jsonl(folder / RESULTS)],
                       [GroupResult(**g) for g in read_jsonl(folder / GROUPS)], read_jsonl(folder / LM_EVAL),
-                      read_json_file(folder / TRACE), read_json_file(folder / SOURCES) or {}, read_job(folder))
+                      read_json_file(folder / TRACE), read_json_file(folder / SOURCES) or {}, read_job(folder),
+                      read_timing(folder))
+
+
+def read_timing(folder: Path) -> WorkerTiming | None:
+    data = read_json_file(folder / TIMING)
+    return WorkerTiming.from_dict(data) if data is not None else None
 
 
 def read_job(folder: Path) -> Job | None:

@@ -233,8 +233,10 @@ class GroupRunner:
 
 
 def run_group(job: Job, group: Group, sink: Sink) -> GroupResult:
-    from vllm import LLM
+    imports = time.time()
+    from vllm import LLM  # the first group imports the engine
 
+    import_s = time.time() - imports
     kwargs = engine_kwargs(job, group)
     for request in group.requests:
         sampling_params(request)  # bad sampling params are refused before the engine starts
@@ -243,12 +245,12 @@ def run_group(job: Job, group: Group, sink: Sink) -> GroupResult:
     startup = time.time() - t0
     runner = GroupRunner(llm, group, sink)
     prompt_tokens, output_tokens, elapsed = runner.run()
-    if group.lm_eval:
-        from infercheck.run.lm_eval_runner import make_live_vllm, run_tasks
+    from infercheck.run.lm_eval_runner import evaluate, make_live_vllm
 
-        sink.emit_samples(run_tasks(make_live_vllm(llm), group.lm_eval, group.name))
+    evaluated = evaluate(lambda: make_live_vllm(llm), group, sink)
     metrics = engine_metrics(llm)
     del llm
     gc.collect()
     return GroupResult(group.name, group.engine_args, len(group.requests), prompt_tokens, output_tokens,
-                       round(elapsed, 4), round(startup, 3), metrics, runner.steps)
+                       round(elapsed, 4), round(startup, 3), metrics, runner.steps,
+                       import_s=round(import_s + evaluated.import_s, 3), lm_eval_s=round(evaluated.run_s, 3))

@@ -12,6 +12,7 @@ import argparse
 import gc
 import importlib.util
 import json
+import os
 import sys
 import time
 import traceback
@@ -21,8 +22,8 @@ from typing import Any, Callable
 
 from infercheck.errors import InfercheckError
 from infercheck.run.lifeline import watch_harness
-from infercheck.run.job import (GROUPS, LM_EVAL, RESULTS, SOURCES, STATUS, TRACE, Group, GroupResult, Job,
-                                RequestResult, Sink, WorkerInputError)
+from infercheck.run.job import (GROUPS, LM_EVAL, RESULTS, SOURCES, STATUS, TIMING, TRACE, Group, GroupResult, Job,
+                                RequestResult, Sink, WorkerInputError, WorkerTiming)
 from infercheck.run.progress import ProgressWriter
 
 EXIT_HANDLED_ERROR = 3
@@ -52,6 +53,25 @@ def write_status(out: Path, **status: Any) -> None:
     tmp = out / (STATUS + ".tmp")
     tmp.write_text(json.dumps(status))
     tmp.replace(out / STATUS)
+
+
+def seconds_since_exec() -> float:
+    """How long this process has been running: /proc's start time (clock ticks after boot) against
+    the boot clock; 0 where /proc cannot say."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[-1].split()[19])
+        return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0.0
+
+
+def write_timing(out: Path, booted: float, started: float) -> None:
+    """The worker's own clock (WorkerTiming): interpreter start, its main() and now."""
+    timing = WorkerTiming(round(booted, 3), round(started - booted, 3), round(time.time() - booted, 3))
+    try:
+        (out / TIMING).write_text(json.dumps(asdict(timing)))
+    except OSError:  # timings are evidence, never a reason to lose the job's results
+        pass
 
 
 MEMORY_MESSAGE = ("an allocation was refused under the worker's address-space limit "
@@ -220,9 +240,18 @@ def main(argv: list[str] | None = None) -> int:
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()
+    booted = started - seconds_since_exec()
     write_status(out, state="running", started=started)
     try:
-        job = Job.load(args.job)
+        return run_reporting(args.job, out, started)
+    finally:
+        write_timing(out, booted, started)
+
+
+def run_reporting(job_file: Path, out: Path, started: float) -> int:
+    """Run the job; how it ended goes to status.json, the exit code is returned."""
+    try:
+        job = Job.load(job_file)
         run_job(job, out)
     except WorkerInputError as exc:
         write_status(out, state="error", kind=exc.kind, message=str(exc))

@@ -103,17 +103,19 @@ def test_regrade_of_a_folder_without_stored_results_is_one_clear_error(tmp_path)
 def test_recorded_results_json_round_trips(tmp_path):
     from infercheck.records import ValidationRun, to_data
     from infercheck.report.files import finite
+    from infercheck.timing import TimeBreakdown
 
     folder = unpack("early-path-off", tmp_path)
     data = json.loads((folder / "results.json").read_text())
     run = ValidationRun.from_dict(data)
     assert "seed" not in data and run.seed is None  # recorded before prompt draws: the bundled instances
+    assert "timing" not in data and run.timing == TimeBreakdown()  # recorded before the per-worker breakdown
     parity = [o["detail"] for c in data["checks"] for o in (c["base"], c["patched"])
               if (o.get("detail") or {}).get("type") == "ParityDetail"]
     assert parity and not any("per_position" in d for d in parity)  # recorded before the per-position series
     for detail in parity:
         detail["per_position"] = None
-    assert finite(to_data(run)) == {**data, "seed": None}
+    assert finite(to_data(run)) == {**data, "seed": None, "timing": {"workers": []}}
     assert run.checks[0].observation(Variant.BASE) is run.checks[0].base
 
 

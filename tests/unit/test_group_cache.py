@@ -59,9 +59,14 @@ def test_only_uncached_groups_run_and_cached_rows_join(tmp_path, monkeypatch):
     assert (tmp_path / "ran.log").read_text().splitlines() == ["a broken", "b broken"]
     assert sorted(r.id for r in second.results()) == ["a-r0", "b-r0", "broken-r0"]
     assert sorted(g.name for g in second.groups()) == ["a", "b", "broken"]
+    # a cached group's row keeps the computing run's times, marked reused (docs/design.md, "Where the time goes")
+    assert {g.name: g.reused for g in second.groups()} == {"a": True, "b": False, "broken": False}
     assert json.loads((tmp_path / "two" / "job.json").read_text())["groups"][1]["name"] == "b"
+    (tmp_path / "three").mkdir()
+    (tmp_path / "three" / "timing.json").write_text("{}")  # left by an earlier worker in this folder
     third, reused = launch_cached(job("a", "b"), env, tmp_path / "three", 30)
     assert third.ok and reused == 2 and len((tmp_path / "ran.log").read_text().splitlines()) == 2
+    assert not (tmp_path / "three" / "timing.json").exists()  # no worker ran: no worker's clock
     assert sorted(r.id for r in third.results()) == ["a-r0", "b-r0"]
     _, reused = launch_cached(job("a"), env, tmp_path / "four", 30, reuse=False)
     assert reused == 0 and (tmp_path / "ran.log").read_text().splitlines()[-1] == "a"
