@@ -36,8 +36,10 @@ def check_flags(check: CheckResult, has_symptom: bool) -> list[Flag]:
             # collateral damage (its COLLATERAL flag says so), not a symptom left standing.
             how = "still fails" if check.kind in APP_LIKE else "still differs from the reference"
             where = "in the affected area" if check.affected else "(outside the symptom's declared area)"
-            out.append(Flag(Headline.SYMPTOM_ONLY, check.name,
-                            f"{check.name}: patched {how} {where} ({check.criterion})"))
+            unrestored = check.payload.unrestored_parts() if check.payload else []
+            message = (f"{check.name}: {', '.join(unrestored)} fail(s) on base and still on patched: the bug's code is "
+                       f"still there" if unrestored else f"{check.name}: patched {how} {where} ({check.criterion})")
+            out.append(Flag(Headline.SYMPTOM_ONLY, check.name, message))
         elif flag == CheckFlag.GAMES_HARNESS:  # never a passing verdict, with or without a symptom spec
             out.append(Flag(Headline.WORKAROUND, check.name,
                             f"{check.name}: the patch looks for its judges: {check.workaround_reason() or 'static signs'}"))
