@@ -3,8 +3,8 @@ texts in, a selection out.
 
 Contract. A test file is a candidate when it lies near a touched engine module — in the module's
 mirrored folder (`vllm/v1/core/kv_cache_utils.py` → `tests/v1/core/`, and below it) or directly in
-one of that folder's parents under `tests/<top>/` — and either imports the module or is named after
-it (`test_kv_cache_utils.py`). Within a candidate, a test (a `test_*` function, or a `test_*`
+one of that folder's parents other than `tests/` itself (`tests/v1/`) — and either imports the
+module or is named after it (`test_kv_cache_utils.py`). Within a candidate, a test (a `test_*` function, or a `test_*`
 method of a `Test*` class) is selected when its own code names a *key* of the change: a function
 the patch changes, a function of the touched module that calls one (transitively), or a
 module-level name a changed function uses (transitively: what it calls, the constants they read).
@@ -146,12 +146,12 @@ def imports_module(tree: ast.AST, module: str) -> bool:
 
 def near(test_file: str, engine_file: str) -> bool:
     """Whether a test file lies in the engine file's mirrored folder (or below it), or directly in
-    one of that folder's parents under tests/<top>/."""
+    one of that folder's parents other than tests/ itself."""
     mirrored = PurePosixPath(TESTS, *PurePosixPath(engine_file).parts[1:-1])
     folder = PurePosixPath(test_file).parent
     if folder == mirrored or mirrored in folder.parents:
         return True
-    return folder in mirrored.parents and len(folder.parts) > 2
+    return folder in mirrored.parents and len(folder.parts) > 1
 
 
 def nodes_of(tree: ast.Module, path: str) -> list[tuple[str, ast.AST]]:
