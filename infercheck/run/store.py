@@ -83,6 +83,10 @@ def node_id(case: ElementTree.Element) -> str:
     return "::".join(p for p in (file, owner, name) if p)
 
 
+JUNIT_STATUSES = (("failure", EngineTestStatus.FAILED), ("error", EngineTestStatus.ERROR),
+                  ("skipped", EngineTestStatus.SKIPPED))  # a testcase's child element -> its status
+
+
 def parse_junit(text: str) -> list[EngineTestOutcome]:
     """pytest's junit XML report as per-test outcomes (pure); a report that does not parse is no outcomes."""
     try:
@@ -92,7 +96,7 @@ def parse_junit(text: str) -> list[EngineTestOutcome]:
     out = []
     for case in root.iter("testcase"):
         status, message = EngineTestStatus.PASSED, ""
-        for child, word in (("failure", EngineTestStatus.FAILED), ("error", EngineTestStatus.ERROR), ("skipped", EngineTestStatus.SKIPPED)):
+        for child, word in JUNIT_STATUSES:
             found = case.find(child)
             if found is not None:
                 status, message = word, (found.get("message") or found.text or "").strip().split("\n")[0][:300]
