@@ -16,10 +16,11 @@ from infercheck.build.tree import InstalledEngine
 from infercheck.checks.engine_tests import engine_tests_check, judge
 from infercheck.engine_test_selection import EngineTestSelection, change_keys, near, select_tests
 from infercheck.engine_test_tree import EngineTestTree, extract_tests, installed_test_tree
-from infercheck.names import CheckFlag, EngineTestStatus, Headline
+from infercheck.names import CheckFlag, CheckKind, EngineTestStatus, Headline
 from infercheck.run import engine_tests as runner
-from infercheck.run.store import (UNMODIFIED, EngineTestOutcome, EngineTestRun, RunOutcome, parse_junit)
-from infercheck.verdict import check_flags
+from infercheck.run.store import UNMODIFIED, EngineTestOutcome, EngineTestRun, RunOutcome, parse_junit
+from infercheck.records import CheckResult, Flag, Observation
+from infercheck.verdict import check_flags, decide
 
 ENGINE_FILE = "vllm/v1/core/hashing.py"
 ENGINE_SOURCE = '''
@@ -234,3 +235,14 @@ def test_a_selection_file_round_trips(tmp_path):
     path = tmp_path / "engine-tests.json"
     path.write_text(json.dumps({"files": [{"path": "tests/a.py", "tests": ["tests/a.py::t"], "reasons": ["r"]}]}))
     assert EngineTestSelection.from_json(path.read_text()).node_ids() == ["tests/a.py::t"]
+
+
+def test_engine_tests_still_failing_beside_a_bypassed_feature_are_a_workaround_else_symptom_only():
+    still = stored_check("failed", "failed")
+    assert decide([still], [], has_symptom=True).headline == Headline.SYMPTOM_ONLY
+    bypass = CheckResult("app/agent", CheckKind.APP, "m", "c", False, Observation("base"), Observation("patched"),
+                         flags=[CheckFlag.WORKAROUND])
+    verdict = decide([still, bypass], [], has_symptom=True)
+    assert verdict.headline == Headline.WORKAROUND
+    assert {f.code for f in verdict.flags if f.check == "engine-tests"} == {Headline.WORKAROUND}
+    assert isinstance(verdict.flags[0], Flag)
