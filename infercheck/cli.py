@@ -101,6 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--timeout", type=float, default=900.0, help="per-worker timeout in seconds")
     val.add_argument("--run-timeout", type=float, help="a time budget in seconds for the whole run (every worker)")
     val.add_argument("--no-reuse", action="store_true", help="do not reuse cached worker results")
+    val.add_argument("--no-engine-tests", action="store_true",
+                     help="do not run the engine's own tests of the touched modules (PASS_TO_PASS, FAIL_TO_PASS)")
     add_report_options(val)
     add_quiet(val)
     val.add_argument("--seed", type=seed_arg, help="the prompt draw's seed, to reproduce a run exactly "

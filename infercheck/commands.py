@@ -27,8 +27,9 @@ from infercheck.cases import load_case
 from infercheck.paths import PATCHES_DIR, cache_dir, reports_dir
 from infercheck.apps import load_apps
 from infercheck.names import APP_LIKE
-from infercheck.neighbours import installed_code_map_hits, select_neighbours
-from infercheck.patch.intake import read_patch
+from infercheck.engine_test_tree import engine_test_tree
+from infercheck.neighbours import installed_code_map_hits, select_engine_tests, select_neighbours
+from infercheck.patch.intake import PatchFile, read_patch
 from infercheck.options import ValidateOptions, load_options
 from infercheck.pipeline import regrade, validate
 from infercheck.report.files import REPORT_FILES, render_from_dir, write_index
@@ -185,6 +186,7 @@ def validate_options(args: argparse.Namespace) -> ValidateOptions:
                            apps=[a.strip() for a in args.apps.split(",") if a.strip()] if args.apps else None,
                            out=args.out, fail_on=fail_on_list(args.fail_on),
                            timeout_s=args.timeout, reuse=not args.no_reuse,
+                           engine_tests=not getattr(args, "no_engine_tests", False),
                            refuse_judge_edits=getattr(args, "refuse_judge_edits", False),
                            run_timeout_s=getattr(args, "run_timeout", None),
                            command="infercheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
@@ -344,7 +346,21 @@ def cmd_neighbours(args: argparse.Namespace) -> int:
         files = f" ({', '.join(sel.files)})" if sel.files else ""
         missing = " [no such app or oracle in suites/]" if sel.kind in APP_LIKE and sel.name not in known else ""
         print(f"  {sel.kind:6s} {sel.name:28s} {'; '.join(sel.reasons)}{files}{missing}")
+    print_engine_tests(patch)
     return 0
+
+
+def print_engine_tests(patch: PatchFile) -> None:
+    """The engine's own tests `validate` would run for the patch, per file, with why."""
+    tests = engine_test_tree(engine_tree(), find_installed_engine())
+    if isinstance(tests, str):
+        print(f"  engine tests: skipped, {tests}")
+        return
+    selection = select_engine_tests(patch.text, list(patch.files), tests)
+    print(f"  engine tests ({tests.label}): {len(selection.node_ids())} test function(s) in {len(selection.files)} file(s)"
+          + (f"; {selection.note}" if selection.note else ""))
+    for selected in selection.files:
+        print(f"    {selected.path}: {len(selected.tests)} test function(s); {'; '.join(selected.reasons)}")
 
 
 def cmd_codemap(args: argparse.Namespace) -> int:

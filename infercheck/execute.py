@@ -1,7 +1,8 @@
 """Stage 4, run: the workers of a validate, one after another (docs/design.md, "Pipeline").
 
-Base, then patched (the same engine job), then the pytest symptom in both envs, then the HF
-reference re-scoring each variant's outputs and running the lm-eval tasks. A worker that fails
+Base, then patched (the same engine job), then the pytest symptom in both envs, then the engine's
+own tests of the touched modules (unmodified, base, patched), then the HF reference re-scoring each
+variant's outputs and running the lm-eval tasks. A worker that fails
 stops the stage where nothing after it could be judged; how each worker ended is saved as
 `runs/outcome.json` (infercheck/run/store.py), which is all the grade stage needs beside the rows.
 """
@@ -13,16 +14,23 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from infercheck.build.engine_env import EngineEnv, installed_env
+from infercheck.build.tree import EngineTree, find_installed_engine
 from infercheck.build.variants import Variants
 from infercheck.console import LiveWorkers, Progress
 from infercheck.device import detect_device
 from infercheck.names import ENGINE_VARIANTS, SymptomKind, Variant
 from infercheck.options import ValidateOptions
-from infercheck.plan import Plan, engine_job, reference_eval_job, reference_job
+from infercheck.engine_test_tree import engine_test_tree
+from infercheck.neighbours import select_engine_tests
+from infercheck.plan import EngineTestsPlan, Plan, engine_job, reference_eval_job, reference_job
 from infercheck.run.cache import launch_cached, run_pytest_cached
+from infercheck.run.engine_tests import run_engine_tests_cached
 from infercheck.run.job import Job
 from infercheck.run.launcher import WorkerRun
-from infercheck.run.store import REFERENCE_EVAL, RunOutcome, WorkerOutcome, pytest_folder, reference_worker
+from infercheck.run.store import (ENGINE_TEST_SELECTION, REFERENCE_EVAL, UNMODIFIED, RunOutcome, WorkerOutcome,
+                                  engine_tests_folder, pytest_folder, reference_worker)
+
+ENGINE_TESTS_TIMEOUT_S = 300.0  # one env's run of the selected engine tests (target: under 60 s)
 
 
 @dataclass
@@ -63,12 +71,47 @@ def execute(plan: Plan, variants: Variants, runner: Runner) -> RunOutcome:
     """Run every worker the plan needs and save how each ended; returns that record."""
     outcome = RunOutcome(build_error=variants.build_error)
     if variants.patched is not None:
-        run_workers(plan, variants.base, variants.patched, runner, outcome)
+        run_workers(plan, variants, variants.patched, runner, outcome)
     outcome.save(runner.runs_dir)
     return outcome
 
 
-def run_workers(plan: Plan, base: EngineEnv, patched: EngineEnv, runner: Runner, outcome: RunOutcome) -> None:
+def run_engine_test_stage(wanted: EngineTestsPlan, tree: EngineTree, envs: dict[str, EngineEnv], runner: Runner,
+                          outcome: RunOutcome) -> None:
+    """The engine's own tests of the touched modules in each env (unmodified first: what runs here),
+    the selection saved beside the runs; a test tree that cannot be had or an empty selection is a
+    note, the check skipped (docs/design.md, "Engine tests")."""
+    started = time.time()
+    tests = engine_test_tree(tree, find_installed_engine())
+    if isinstance(tests, str):
+        outcome.engine_tests_note = tests
+        runner.progress(f"engine tests: skipped, {tests}")
+        return
+    selection = replace(select_engine_tests(wanted.patch_text, list(wanted.files), tests, wanted.engine_src),
+                        tree=tests.label)
+    runner.runs_dir.mkdir(parents=True, exist_ok=True)
+    (runner.runs_dir / ENGINE_TEST_SELECTION).write_text(selection.to_json())
+    if not selection.files:
+        outcome.engine_tests_note = f"no engine test selected: {selection.note}"
+        runner.progress(f"engine tests: skipped, {selection.note}")
+        return
+    runner.progress(f"engine tests: {len(selection.node_ids())} test(s) in {len(selection.files)} file(s) of "
+                    f"{tests.label}, selected in {time.time() - started:.1f}s")
+    timeout = min(runner.opts.timeout_s, ENGINE_TESTS_TIMEOUT_S)
+    for label, env in envs.items():
+        started = time.time()
+        run = run_engine_tests_cached(tests, selection.node_ids(), env, runner.runs_dir / engine_tests_folder(label),
+                                      timeout, runner.opts.reuse)
+        outcome.engine_tests[label] = run
+        state = run.error or f"exit {run.returncode}"
+        runner.progress(f"engine tests {label}: {state}{', reused from cache' if run.reused else ''} "
+                        f"in {time.time() - started:.1f}s")
+        if label == UNMODIFIED and run.error is not None:
+            return  # what runs here is unknown: nothing can be judged
+
+
+def run_workers(plan: Plan, variants: Variants, patched: EngineEnv, runner: Runner, outcome: RunOutcome) -> None:
+    base = variants.base
     job = engine_job(plan)
     envs = {Variant.BASE: base, Variant.PATCHED: patched}
     runs = {}
@@ -85,6 +128,9 @@ def run_workers(plan: Plan, base: EngineEnv, patched: EngineEnv, runner: Runner,
             state = "passed" if result.passed else f"failed (exit {result.returncode})"
             runner.progress(f"pytest {env.name}: {state}{', reused from cache' if reused else ''} "
                             f"in {time.time() - started:.1f}s")
+    if plan.engine_tests is not None and variants.tree is not None and variants.unmodified is not None:
+        run_engine_test_stage(plan.engine_tests, variants.tree, {UNMODIFIED: variants.unmodified, **envs}, runner,
+                              outcome)
     reference_env = replace(installed_env(detect_device()), name="reference")
     for variant in ENGINE_VARIANTS:
         name = reference_worker(variant)

@@ -12,6 +12,7 @@ from infercheck.build.engine_environment import installed_engine_environment
 from infercheck.checks.accuracy import accuracy_check, per_sample
 from infercheck.checks.app_check import app_check
 from infercheck.checks.code_path import code_path_check
+from infercheck.checks.engine_tests import engine_tests_check
 from infercheck.checks.parity_check import parity_check
 from infercheck.checks.signals import machine_drift, runtime_of
 from infercheck.checks.static_signals import static_check
@@ -123,6 +124,10 @@ def grade(plan: Plan, stored: StoredRun, settings: Settings, patch_text: str) ->
     code_path = traced_code_path(plan, stored)
     if code_path is not None:
         checks.append(code_path)
+    outcome = stored.outcome
+    if outcome.engine_tests or outcome.engine_tests_note:  # a run from before engine tests has neither
+        checks.append(engine_tests_check(stored.engine_test_selection, outcome.engine_tests, stored.engine_tests,
+                                         outcome.engine_tests_note))
     return Graded(checks, [])
 
 

@@ -28,6 +28,7 @@ class CheckKind(StrEnum):
     ORACLE = "oracle"
     STATIC = "static"
     CODE_PATH = "code_path"
+    ENGINE_TESTS = "engine_tests"  # the engine's own unit tests of the touched modules (PASS_TO_PASS, FAIL_TO_PASS)
 
 
 # Kinds that run as apps: request sets on engines of their own, graded by comparators (apps.py).
@@ -50,6 +51,15 @@ class CheckFlag(StrEnum):
 
 
 UNDECIDED_FLAGS = (CheckFlag.UNDERPOWERED, CheckFlag.UNSTABLE)  # leave a question open, not answered
+
+
+class EngineTestStatus(StrEnum):
+    """One engine test's outcome in one engine env (pytest's words)."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"  # failed outside the test body (collection, a fixture)
+    SKIPPED = "skipped"
 
 
 class Headline(StrEnum):

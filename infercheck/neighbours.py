@@ -11,6 +11,8 @@ from pathlib import Path
 
 from infercheck.apps import load_apps, select_apps
 from infercheck.codemap import CodeMap, changed_functions, codemap_path, load_codemap
+from infercheck.engine_test_selection import ENGINE_PACKAGE, EngineTestSelection, select_tests
+from infercheck.engine_test_tree import EngineTestTree, tree_test_sources
 from infercheck.errors import InfercheckError
 from infercheck.names import APP_LIKE
 from infercheck.paths import SUITES_DIR
@@ -73,14 +75,31 @@ def code_map_hits(patch_text: str, files: list[str], source_root: Path, codemap:
     return CodeMapHits(tuple(changed), apps, note)
 
 
+def engine_source_root(engine_src: Path | None = None) -> Path:
+    """Where the old side of a patch's engine files is read: an --engine-src checkout, else the
+    installed package's folder."""
+    from infercheck.build.tree import find_installed_engine
+
+    return Path(engine_src).expanduser().resolve() if engine_src else find_installed_engine().package_dir.parent
+
+
 def installed_code_map_hits(patch_text: str, files: list[str], engine_src: Path | None = None) -> CodeMapHits:
     """code_map_hits against the installed engine's map and sources (or an --engine-src checkout's)."""
     from infercheck.build.tree import find_installed_engine
 
     engine = find_installed_engine()
     path = codemap_path(engine.distribution, engine.version)
-    root = Path(engine_src).expanduser().resolve() if engine_src else engine.package_dir.parent
-    return code_map_hits(patch_text, files, root, load_codemap(path), path.name)
+    return code_map_hits(patch_text, files, engine_source_root(engine_src), load_codemap(path), path.name)
+
+
+def select_engine_tests(patch_text: str, files: list[str], tree: EngineTestTree,
+                        engine_src: Path | None = None) -> EngineTestSelection:
+    """The engine's own tests that judge a patch (engine_test_selection.py's contract), from the
+    test tree and the engine sources the patch applies to."""
+    root = engine_source_root(engine_src)
+    sources = {f: (root / f).read_text(errors="replace") for f in files
+               if f.startswith(f"{ENGINE_PACKAGE}/") and f.endswith(".py") and (root / f).is_file()}
+    return select_tests(changed_functions(patch_text, sources), sources, tree_test_sources(tree))
 
 
 def select_neighbours(touched: list[str], path: Path = SUITES_DIR / "neighbours.yaml",

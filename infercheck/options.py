@@ -42,6 +42,7 @@ class ValidateOptions:
     expected: str | None = None
     command: str = ""
     seed: int | None = None  # the prompt draw's seed (draw.py); None: a fresh one when the run starts
+    engine_tests: bool = True  # run the engine's own tests of the touched modules (docs/design.md, "Engine tests")
 
 
 def store_path(path: Path | None, run_dir: Path) -> str | None:

@@ -37,6 +37,10 @@ class Payload:
         """Why the check leaves the question open (e.g. the change is never exercised); None if not."""
         return None
 
+    def unrestored_parts(self) -> list[str]:
+        """Parts of the check (e.g. engine tests) that fail on base and still fail on patched."""
+        return []
+
 
 # ---- parity ----------------------------------------------------------------------------------
 
@@ -285,6 +289,45 @@ class CodePathPayload(Payload):
 
     def inconclusive_reason(self) -> str | None:
         return self.not_exercised
+
+
+# ---- the engine's own tests ---------------------------------------------------------------------
+
+@dataclass
+class EngineTestTransition:
+    """One judged engine test across the variants, with the first line of its failure."""
+
+    test: str  # pytest node id
+    base: str  # passed / failed / error / skipped / not run
+    patched: str
+    message: str = ""  # the failing side's assertion, first line (patched's where it fails, else base's)
+
+
+@dataclass
+class EngineTestsDetail(Detail):
+    counts: dict[str, int] = field(default_factory=dict)  # status -> tests, over the selected ones
+    elapsed_s: float | None = None
+    reused: bool = False  # the run came from the cache
+
+
+@dataclass
+class EngineTestsPayload(Payload):
+    """The engine's own tests of the touched modules (checks/engine_tests.py): what they say of the patch."""
+
+    tree: str = ""  # where the tests came from
+    files: dict[str, str] = field(default_factory=dict)  # test file -> why it was selected
+    broken: list[EngineTestTransition] = field(default_factory=list)  # passed on base, fails on patched (PASS_TO_PASS lost)
+    still_failing: list[EngineTestTransition] = field(default_factory=list)  # fails on base and on patched, passes unmodified
+    fixed: list[EngineTestTransition] = field(default_factory=list)  # fails on base, passes on patched (FAIL_TO_PASS)
+    not_judged: list[EngineTestTransition] = field(default_factory=list)  # fails or errors on the unmodified engine here
+    holding: int = 0  # judged tests passing on base and patched
+    note: str = ""
+
+    def regressed_parts(self) -> list[str]:
+        return [t.test for t in self.broken]
+
+    def unrestored_parts(self) -> list[str]:
+        return [t.test for t in self.still_failing]
 
 
 def tagged_classes() -> dict[str, type]:

@@ -52,6 +52,16 @@ class Workload:
                 for p in self.prompts]
 
 
+@dataclass(frozen=True)
+class EngineTestsPlan:
+    """What the run stage needs to select the engine's own tests (neighbours.select_engine_tests):
+    the patch, and the engine sources its old side is read from."""
+
+    patch_text: str
+    files: tuple[str, ...]
+    engine_src: Path | None = None
+
+
 @dataclass
 class Plan:
     model: str  # folder
@@ -66,6 +76,7 @@ class Plan:
     app_models: dict[str, str] = field(default_factory=dict)  # app name -> model folder
     trace: list[str] = field(default_factory=list)  # engine files whose executed lines the workers record
     draw: Draw = field(default_factory=Draw)  # the run's prompt draw (draw.py)
+    engine_tests: EngineTestsPlan | None = None  # the engine's own tests of the touched modules; None: not run
 
     def app_sets(self) -> dict[str, list[AppSet]]:
         return {app.name: app_sets(app, ModelFacts.of(self.app_models[app.name]), self.draw) for app in self.apps}
@@ -97,6 +108,8 @@ def plan_for(found: Intake, inputs_dir: Path | None = None) -> Plan:
     plan = make_plan(str(found.model_dir), found.model_name, found.opts.dtype, found.suites, found.symptom,
                      inputs_dir, found.apps, found.app_reasons, zoo.model_dir, found.draw)
     plan.trace = traced_files(found.patch.classes)
+    if found.opts.engine_tests:
+        plan.engine_tests = EngineTestsPlan(found.patch.text, tuple(found.patch.files), found.opts.engine_src)
     return plan
 
 

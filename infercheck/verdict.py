@@ -7,6 +7,8 @@ ERROR:<stage>, COLLATERAL, WORKAROUND (only a patch that looks for its judges), 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from infercheck.names import APP_LIKE, PASSING_HEADLINES, CheckFlag, CheckKind, Headline, Stage, error_code
 from infercheck.records import CheckResult, Flag, Verdict
 
@@ -36,8 +38,10 @@ def check_flags(check: CheckResult, has_symptom: bool) -> list[Flag]:
             # collateral damage (its COLLATERAL flag says so), not a symptom left standing.
             how = "still fails" if check.kind in APP_LIKE else "still differs from the reference"
             where = "in the affected area" if check.affected else "(outside the symptom's declared area)"
-            out.append(Flag(Headline.SYMPTOM_ONLY, check.name,
-                            f"{check.name}: patched {how} {where} ({check.criterion})"))
+            unrestored = check.payload.unrestored_parts() if check.payload else []
+            message = (f"{check.name}: {', '.join(unrestored)} fail(s) on base and still on patched: the bug's code is "
+                       f"still there" if unrestored else f"{check.name}: patched {how} {where} ({check.criterion})")
+            out.append(Flag(Headline.SYMPTOM_ONLY, check.name, message))
         elif flag == CheckFlag.GAMES_HARNESS:  # never a passing verdict, with or without a symptom spec
             out.append(Flag(Headline.WORKAROUND, check.name,
                             f"{check.name}: the patch looks for its judges: {check.workaround_reason() or 'static signs'}"))
@@ -75,8 +79,19 @@ def exit_code_for(headline: str, fail_on: list[str] | None = None) -> int:
     return 0 if base in PASSING_HEADLINES else 1
 
 
+def beside_workaround(flags: list[Flag], checks: list[CheckResult]) -> list[Flag]:
+    """The engine's own tests still failing on patched say the bug's code is still there: a hidden
+    symptom (SYMPTOM_ONLY) unless another check found the feature bypassed, then a route around the
+    bug (WORKAROUND) — beside what the other checks say (docs/design.md, "Engine tests")."""
+    engine_tests = {c.name for c in checks if c.kind == CheckKind.ENGINE_TESTS}
+    if not any(f.code == Headline.WORKAROUND and f.check not in engine_tests for f in flags):
+        return flags
+    return [replace(f, code=Headline.WORKAROUND) if f.check in engine_tests and f.code == Headline.SYMPTOM_ONLY else f
+            for f in flags]
+
+
 def decide(checks: list[CheckResult], run_errors: list[Flag], has_symptom: bool,
            fail_on: list[str] | None = None) -> Verdict:
-    flags = list(run_errors) + [f for c in checks for f in check_flags(c, has_symptom)]
+    flags = list(run_errors) + beside_workaround([f for c in checks for f in check_flags(c, has_symptom)], checks)
     headline = headline_of(flags, has_symptom)
     return Verdict(headline, flags, exit_code_for(headline, fail_on), has_symptom)

@@ -39,7 +39,7 @@ WORKER_CODE = (*(RUN_DIR / f"{m}.py" for m in ("worker", "job", "vllm_backend", 
 PYTEST_CODE = (*(RUN_DIR / f"{m}.py" for m in ("traced_pytest", "pytest_entry", "worker", "lifeline", "job",
                                                 "pytest_runner")),)
 PYTEST_DECIDED = (0, 1)  # pytest's exit codes for "passed" and "tests failed": what the test said
-PYTEST_OUTCOME = "outcome.json"
+ENTRY_OUTCOME = "outcome.json"  # in a pytest cache entry: how the decided run ended
 ROW_FILES = (RESULTS, GROUPS, LM_EVAL)
 ENGINE = "engine.json"  # which engine env wrote a worker folder (a resume harvests only its own)
 
@@ -87,34 +87,48 @@ def pytest_key(spec: SymptomSpec, env: EngineEnv, trace: list[str]) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:24]
 
 
+def reuse_entry(entry: Path, out_dir: Path) -> dict | None:
+    """A decided run's stored outcome (ENTRY_OUTCOME), its files copied into out_dir; None when the
+    cache holds no such run."""
+    stored = read_json_file(entry / ENTRY_OUTCOME)
+    if stored is None:
+        return None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for path in entry.iterdir():
+        if path.name != ENTRY_OUTCOME:
+            shutil.copyfile(path, out_dir / path.name)
+    (out_dir / REUSED_FROM).write_text(f"{entry}\n")
+    return stored
+
+
+def store_entry(entry: Path, out_dir: Path, outcome: dict) -> None:
+    """Keep a decided run's files (out_dir's) and its outcome as the cache entry, atomically."""
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".tmp-"))
+    for path in out_dir.iterdir():
+        if path.is_file() and path.name != REUSED_FROM:
+            shutil.copyfile(path, tmp / path.name)
+    (tmp / ENTRY_OUTCOME).write_text(json.dumps(outcome))
+    try:
+        os.replace(tmp, entry)
+    except OSError:  # another run stored the same entry first
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def run_pytest_cached(spec: SymptomSpec, env: EngineEnv, out_dir: Path, timeout_s: float, trace: list[str],
                       reuse: bool = True) -> tuple[PytestOutcome, bool]:
     """The symptom's pytest run in `env` (run/pytest_runner.py), or its stored outcome and files
     (pytest.log, the trace) when the same run finished before. Returns (outcome, reused)."""
     entry = cache_dir() / "pytest" / pytest_key(spec, env, trace)
-    stored = read_json_file(entry / PYTEST_OUTCOME) if reuse else None
+    stored = reuse_entry(entry, out_dir) if reuse else None
     if stored is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        for path in entry.iterdir():
-            if path.name != PYTEST_OUTCOME:
-                shutil.copyfile(path, out_dir / path.name)
-        (out_dir / REUSED_FROM).write_text(f"{entry}\n")
         return PytestOutcome(**stored), True
     (out_dir / REUSED_FROM).unlink(missing_ok=True)
     for stale in (TRACE, SOURCES):  # a trace left by an earlier run in this folder is not this run's
         (out_dir / stale).unlink(missing_ok=True)
     outcome = run_pytest(spec, env, out_dir, timeout_s, trace)
     if outcome.returncode in PYTEST_DECIDED and (not trace or (out_dir / TRACE).is_file()):
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".tmp-"))
-        for path in out_dir.iterdir():
-            if path.is_file():
-                shutil.copyfile(path, tmp / path.name)
-        (tmp / PYTEST_OUTCOME).write_text(json.dumps(asdict(outcome)))
-        try:
-            os.replace(tmp, entry)
-        except OSError:  # another run stored the same entry first
-            shutil.rmtree(tmp, ignore_errors=True)
+        store_entry(entry, out_dir, asdict(outcome))
     return outcome, False
 
 

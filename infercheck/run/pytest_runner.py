@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from infercheck.build.engine_env import EngineEnv
@@ -21,6 +21,7 @@ from infercheck.run.view import WorkerView, neutral_environ, plan_view
 from infercheck.specs import SymptomSpec
 
 PYTEST_LOG = "pytest.log"
+JUNIT = "junit.xml"  # pytest's per-test report, in the run's folder
 TAIL_LINES = 8
 
 
@@ -44,41 +45,59 @@ def symptom_binds(spec: SymptomSpec) -> tuple[tuple[tuple[str, str], ...], str] 
     return tuple(binds), place(folder)
 
 
-def symptom_view(spec: SymptomSpec, env: EngineEnv, out_dir: Path, environ: dict[str, str]) -> WorkerView | str:
+@dataclass(frozen=True)
+class PytestPlace:
+    """Where a contained pytest run works and what it sees beside the engine: host folders or files
+    with their places under the view's root, its working folder's place there, and its working
+    folder on the host where no view can be made (or why none can)."""
+
+    binds: tuple[tuple[str, str], ...]
+    cwd: str
+    host_cwd: Path
+    no_view: str | None = None
+
+
+def symptom_place(spec: SymptomSpec) -> PytestPlace:
+    planned = symptom_binds(spec)
+    host_cwd = Path(spec.path).resolve().parent
+    if isinstance(planned, str):
+        return PytestPlace((), "", host_cwd, planned)
+    return PytestPlace(planned[0], planned[1], host_cwd)
+
+
+def pytest_view(place: PytestPlace, env: EngineEnv, out_dir: Path, environ: dict[str, str]) -> WorkerView | str:
     """The pytest run's view, or why it gets none."""
-    refused = namespaces_refused()
+    refused = namespaces_refused() or place.no_view
     if refused is not None:
         return refused
-    planned = symptom_binds(spec)
-    if isinstance(planned, str):
-        return planned
-    binds, cwd = planned
     view = plan_view(Job("vllm", "", "float32", []), env.python, env.pythonpath, HARNESS_CODE, environ.get("HF_HOME"),
-                     out_dir, covered_folders(out_dir), binds)
-    return view if isinstance(view, str) else replace(view, cwd=f"{view.root}/{cwd}")
+                     out_dir, covered_folders(out_dir), place.binds)
+    return view if isinstance(view, str) else replace(view, cwd=f"{view.root}/{place.cwd}")
 
 
-def run_pytest(spec: SymptomSpec, env: EngineEnv, out_dir: Path, timeout_s: float,
-               trace: list[str] | None = None) -> PytestOutcome:
-    """The node id is relative to the symptom file's folder; the full log lands in out_dir. With
-    `trace` (engine files), the run is traced like a worker's group (run/traced_pytest.py)."""
+def run_pytest_contained(place: PytestPlace, env: EngineEnv, out_dir: Path, timeout_s: float, pytest_args: list[str],
+                         trace: list[str] | None = None) -> tuple[int | None, str]:
+    """pytest with `pytest_args` in a variant's engine env, held like a worker; pytest writes its
+    per-test report to JUNIT in out_dir. Returns (exit status, None past timeout_s; the log)."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / JUNIT).unlink(missing_ok=True)
     containment = plan_containment(detect_device(), timeout_s, [REPO_ROOT, cache_dir()], needs_network=False)
     environ = private_environ(env.environ(), out_dir)
-    view = symptom_view(spec, env, out_dir, environ)
-    args = ["--", "-q", "-p", "no:cacheprovider", str(spec.pytest)]
+    view = pytest_view(place, env, out_dir, environ)
     if isinstance(view, WorkerView):
+        args = ["--", "-q", "-p", "no:cacheprovider", f"--junitxml={view.out_dir()}/{JUNIT}", *pytest_args]
         containment = replace(containment, view=view.as_record(), notes=(*containment.notes, *view.notes))
         traced = [view.path(t) if os.path.isabs(t) else t for t in trace or []]
         cmd = wrap_command([view.python, f"{view.root}/bin/test.py", "--out", view.out_dir(), "--trace", *traced,
                             *args], out_dir, containment, view.sandbox_args())
         cwd = out_dir
     else:
+        args = ["--", "-q", "-p", "no:cacheprovider", f"--junitxml={out_dir.resolve()}/{JUNIT}", *pytest_args]
         containment = replace(containment, notes=(*containment.notes, f"no view of its own ({view}): the test "
                                                   "sees the host's paths"))
         cmd = wrap_command([env.python, "-m", "infercheck.run.traced_pytest", "--out", str(out_dir.resolve()),
                             "--trace", *(trace or []), *args], out_dir, containment)
-        cwd = Path(spec.path).resolve().parent
+        cwd = place.host_cwd
     environ = neutral_environ(environ, view if isinstance(view, WorkerView) else None)
     try:
         returncode = run_contained(cmd, environ, out_dir, containment, timeout_s, cwd=cwd)
@@ -86,6 +105,14 @@ def run_pytest(spec: SymptomSpec, env: EngineEnv, out_dir: Path, timeout_s: floa
         (out_dir / CONTAINMENT).write_text(json.dumps(containment.as_record()))
     log = "".join((out_dir / name).read_text(errors="replace") for name in (STDOUT, STDERR) if (out_dir / name).is_file())
     (out_dir / PYTEST_LOG).write_text(log)
+    return returncode, log
+
+
+def run_pytest(spec: SymptomSpec, env: EngineEnv, out_dir: Path, timeout_s: float,
+               trace: list[str] | None = None) -> PytestOutcome:
+    """The node id is relative to the symptom file's folder; the full log lands in out_dir. With
+    `trace` (engine files), the run is traced like a worker's group (run/traced_pytest.py)."""
+    returncode, log = run_pytest_contained(symptom_place(spec), env, out_dir, timeout_s, [str(spec.pytest)], trace)
     if returncode is None:
         return PytestOutcome(False, None, f"timed out after {timeout_s:g}s")
     tail = "\n".join(log.strip().splitlines()[-TAIL_LINES:])

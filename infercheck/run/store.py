@@ -11,16 +11,21 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import xml.etree.ElementTree as ElementTree
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from infercheck.errors import InfercheckError
+from infercheck.engine_test_selection import EngineTestSelection
+from infercheck.names import EngineTestStatus
 from infercheck.run.job import (GROUPS, JOB_FILE, LM_EVAL, RESULTS, SOURCES, TIMING, TRACE, GroupResult, Job,
                                 RequestResult, WorkerTiming, read_jsonl)
 
 OUTCOME = "outcome.json"
 REFERENCE_EVAL = "reference-eval"
+ENGINE_TESTS_JUNIT = "junit.xml"  # pytest's per-test report in an engine-tests folder (run/pytest_runner.py JUNIT)
+ENGINE_TEST_SELECTION = "engine-tests.json"  # in runs/: the engine tests selected, and why (engine_test_selection.py)
 
 
 def pytest_folder(variant: str) -> str:
@@ -42,6 +47,66 @@ class PytestOutcome:
     reused: bool = False  # its outcome came from the cache
 
 
+UNMODIFIED = "unmodified"  # the engine tree without base patches or candidate: which engine tests run here
+
+
+def engine_tests_folder(env_label: str) -> str:
+    """Where the engine's own tests run in one engine env (unmodified, base, patched) leave their report."""
+    return f"engine-tests-{env_label}"
+
+
+@dataclass
+class EngineTestRun:
+    """How one engine env's run of the selected engine tests ended; its per-test outcomes are the
+    junit report beside it (`parse_junit`)."""
+
+    returncode: int | None
+    elapsed_s: float = 0.0
+    error: str | None = None  # why it has no per-test outcome (timed out, pytest wrote no report)
+    reused: bool = False
+
+
+@dataclass(frozen=True)
+class EngineTestOutcome:
+    """One engine test's outcome in one engine env."""
+
+    test: str  # pytest node id, "tests/v1/core/test_x.py::test_y[param]"
+    status: EngineTestStatus
+    message: str = ""  # the first line of the failure, error or skip message
+
+
+def node_id(case: ElementTree.Element) -> str:
+    """A junit testcase's pytest node id (xunit1 keeps the file; a collection error names the module)."""
+    file, classname, name = case.get("file") or "", case.get("classname") or "", case.get("name") or ""
+    if not file:
+        return f"{classname}::{name}" if classname else name
+    module = file.removesuffix(".py").replace("/", ".")
+    owner = classname[len(module) + 1:].replace(".", "::") if classname.startswith(module + ".") else ""
+    return "::".join(p for p in (file, owner, name) if p)
+
+
+JUNIT_STATUSES = (("failure", EngineTestStatus.FAILED), ("error", EngineTestStatus.ERROR),
+                  ("skipped", EngineTestStatus.SKIPPED))  # a testcase's child element -> its status
+
+
+def parse_junit(text: str) -> list[EngineTestOutcome]:
+    """pytest's junit XML report as per-test outcomes (pure); a report that does not parse is no outcomes."""
+    try:
+        root = ElementTree.fromstring(text)
+    except ElementTree.ParseError:
+        return []
+    out = []
+    for case in root.iter("testcase"):
+        status, message = EngineTestStatus.PASSED, ""
+        for child, word in JUNIT_STATUSES:
+            found = case.find(child)
+            if found is not None:
+                status, message = word, (found.get("message") or found.text or "").strip().split("\n")[0][:300]
+                break
+        out.append(EngineTestOutcome(node_id(case), status, message))
+    return out
+
+
 @dataclass
 class WorkerOutcome:
     ok: bool
@@ -59,6 +124,8 @@ class RunOutcome:
     workers: dict[str, WorkerOutcome] = field(default_factory=dict)
     build_error: str | None = None  # the patched variant did not build: no worker ran
     pytest: dict[str, PytestOutcome] = field(default_factory=dict)  # variant -> the pytest symptom
+    engine_tests: dict[str, EngineTestRun] = field(default_factory=dict)  # unmodified/base/patched -> its run
+    engine_tests_note: str | None = None  # why the engine's own tests did not run (no test tree, none selected)
 
     def save(self, runs_dir: Path) -> None:
         runs_dir.mkdir(parents=True, exist_ok=True)
@@ -73,7 +140,9 @@ class RunOutcome:
         try:
             data = json.loads(path.read_text())
             return cls({k: WorkerOutcome(**v) for k, v in data.get("workers", {}).items()}, data.get("build_error"),
-                       {k: PytestOutcome(**v) for k, v in data.get("pytest", {}).items()})
+                       {k: PytestOutcome(**v) for k, v in data.get("pytest", {}).items()},
+                       {k: EngineTestRun(**v) for k, v in data.get("engine_tests", {}).items()},
+                       data.get("engine_tests_note"))
         except FileNotFoundError:
             raise InfercheckError(f"no {OUTCOME} in {runs_dir}: the run stage did not finish "
                                   f"(finish it with `infercheck validate --resume`)") from None
@@ -129,13 +198,32 @@ def read_json_file(path: Path) -> dict[str, Any] | None:
 class StoredRun:
     outcome: RunOutcome
     rows: dict[str, WorkerRows]  # worker name -> its rows
+    engine_tests: dict[str, list[EngineTestOutcome]] = field(default_factory=dict)  # env label -> per-test outcomes
+    engine_test_selection: EngineTestSelection | None = None  # runs/engine-tests.json: the selection, and why
 
     def of(self, worker: str) -> WorkerRows:
         return self.rows.get(worker) or WorkerRows()
+
+
+def read_engine_tests(folder: Path) -> list[EngineTestOutcome]:
+    try:
+        return parse_junit((folder / ENGINE_TESTS_JUNIT).read_text(errors="replace"))
+    except OSError:
+        return []
 
 
 def load_stored(runs_dir: Path) -> StoredRun:
     """Everything the grade stage reads, from a run's `runs/` folder."""
     outcome = RunOutcome.load(runs_dir)
     folders = [*outcome.workers, *(pytest_folder(v) for v in outcome.pytest)]
-    return StoredRun(outcome, {name: read_rows(runs_dir / name) for name in folders})
+    tests = {label: read_engine_tests(runs_dir / engine_tests_folder(label)) for label in outcome.engine_tests}
+    return StoredRun(outcome, {name: read_rows(runs_dir / name) for name in folders}, tests,
+                     read_selection(runs_dir / ENGINE_TEST_SELECTION))
+
+
+def read_selection(path: Path) -> EngineTestSelection | None:
+    """The engine tests a run selected; None where it recorded none (a run from before engine tests)."""
+    try:
+        return EngineTestSelection.from_json(path.read_text())
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

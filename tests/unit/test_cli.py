@@ -102,11 +102,15 @@ def test_standard_task_offline_is_a_clear_error(isolated_cache, patch_dir):
 
 
 def test_neighbours_command_lists_sampling_apps_first(isolated_cache, patch_dir):
-    proc = infercheck(isolated_cache, "neighbours", str(patch_dir / "greedy_runner_up.patch"))
+    # No package index here: the engine's tests cannot be had, and the command says so in one line.
+    proc = subprocess.run([sys.executable, "-m", "infercheck.cli", "neighbours",
+                           str(patch_dir / "greedy_runner_up.patch")], capture_output=True, text=True, timeout=120,
+                          env={**cli_env(isolated_cache), "PIP_INDEX_URL": "http://127.0.0.1:9/simple"})
     assert proc.stdout.splitlines()[1].startswith("  changed functions: vllm/")
     lines = [ln.split() for ln in proc.stdout.splitlines()[2:]]
     assert proc.returncode == 0 and lines[0][0] in ("app", "oracle") and "sampler-distribution" in proc.stdout
-    assert lines[-1][:2] == ["suite", "accuracy/addition-zero-shot"]
+    assert lines[-2][:2] == ["suite", "accuracy/addition-zero-shot"]
+    assert proc.stdout.splitlines()[-1].startswith("  engine tests: skipped, the engine's tests could not be had")
 
 
 def test_compiled_patch_in_validate_is_an_error_build_verdict_with_report(isolated_cache, tmp_path, patch_dir):
