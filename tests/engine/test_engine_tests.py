@@ -24,7 +24,8 @@ SALT_TEST = "tests/v1/core/test_kv_cache_utils.py::test_lora_name_and_cache_salt
 
 def engine_tests(cache: Path, out: Path, candidate: str) -> tuple[dict, dict]:
     proc = subprocess.run([sys.executable, "-m", "infercheck.cli", "validate", str(CASE / "fixes" / candidate),
-                           "--case", str(CASE), "--apps", "none", "--out", str(out)],
+                           "--case", str(CASE), "--apps", "none",
+                           "--suites", "parity/addition-short", "--out", str(out)],
                           capture_output=True, text=True, env=cli_env(cache), timeout=1800)
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
