@@ -11,10 +11,11 @@ top-k without top-p, say — see several values of it at once), mixed (every row
 params, in one call), reversed (the mixed batch in reverse order) and staggered (the mixed batch
 with lengths cycling 2..max_tokens: rows leave the running batch at every step, the batch condenses
 — rows with params move into freed slots: the logits processors' removed and moved updates) and
-joining (the staggered batch with its rows entering the running engine over 2 x max_tokens steps:
-at every step rows leave and others arrive, into freed slots and past the condensed batch, where
-a row's per-slot state must be its own, never a previous occupant's; docs/design.md, "Oracles").
-Request ids:
+joining (rows enter the running engine between steps, in cohorts: a plain row that leaves
+after two tokens ahead of each row, so the batch condenses and moves every row down into a freed
+slot, then, once it has, a plain row arriving for each, appended into the slots the moved rows
+vacated — a slot's state must be its occupant's own, never a previous one's; docs/design.md,
+"Oracles"). Request ids:
 `oracle/<name>#<mode>/<plan>:<row>@p<prompt>`.
 """
 
@@ -146,12 +147,25 @@ def staggered_length(i: int, params: dict[str, Any], max_tokens: int) -> int:
     return max(2 + i % max(1, max_tokens - 1), int(params.get("min_tokens") or 0))
 
 
-def join_step(i: int, max_tokens: int) -> int:
-    """The joining plan's arrivals: row i enters after i mod (2 x max_tokens) steps. Lengths cycle
-    with period max_tokens - 1, arrivals with 2 x max_tokens, so over the window every step sees
-    rows leave and rows arrive in changing proportions (more leaving than arriving: the batch
-    condenses and the next arrival lands past it; more arriving: arrivals fill freed slots)."""
-    return i % (2 * max(1, max_tokens))
+JOIN_COHORT = 16  # rows per cohort of the joining plan: its prefills stay far below one step's token budget
+LEAVER_TOKENS = 2  # a leaver's length: it leaves after the second step, the batch condenses at the third
+ARRIVAL_STEP = 3  # steps of a cohort before its arrivals join: after the condense
+
+
+def joining(rows: list[Row], prompts: int, max_tokens: int) -> list[tuple[Row, int, int]]:
+    """The joining plan as (row, length, join step), in submission order. Per cohort of rows: a
+    plain leaver ahead of each row (lower slots), the rows (their full length), and a plain arrival
+    for each, joining after the leavers left and the rows moved into their slots; the next cohort
+    starts once this one is done (an idle engine skips ahead)."""
+    out: list[tuple[Row, int, int]] = []
+    span = ARRIVAL_STEP + max_tokens + 1
+    for c, start in enumerate(range(0, len(rows), JOIN_COHORT)):
+        cohort, at = rows[start:start + JOIN_COHORT], c * span
+        plain = lambda kind, i: Row(f"{PLAIN}.{kind}{start + i}", {}, (start + i) % prompts, PLAIN)  # noqa: E731
+        out += [(plain("l", i), LEAVER_TOKENS, at) for i in range(len(cohort))]
+        out += [(r, max(max_tokens, ARRIVAL_STEP + 2, int(r.params.get("min_tokens") or 0)), at) for r in cohort]
+        out += [(plain("a", i), max_tokens, at + ARRIVAL_STEP) for i in range(len(cohort))]
+    return out
 
 
 def slots(rows: list[Row], prompts: int, modes: tuple[str, ...], plans: tuple[str, ...],
@@ -186,8 +200,8 @@ def slots(rows: list[Row], prompts: int, modes: tuple[str, ...], plans: tuple[st
                         for i, r in enumerate(rows)]
                 wave += 1
             elif plan == "joining":
-                out += [Slot(mode, plan, r, r.prompt, wave, max_tokens=staggered_length(i, r.params, max_tokens),
-                             join_step=join_step(i, max_tokens)) for i, r in enumerate(rows)]
+                out += [Slot(mode, plan, r, r.prompt, wave, max_tokens=length, join_step=step)
+                        for r, length, step in joining(rows, prompts, max_tokens)]
                 wave += 1
             else:
                 raise InfercheckError(f"unknown batch plan {plan!r} (known: {', '.join(PLANS)})")

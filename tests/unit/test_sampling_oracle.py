@@ -61,8 +61,8 @@ def test_batch_plans_put_each_row_alone_uniform_beside_its_field_and_mixed():
     assert [s.row.name for s in staggered] == mixed and {s.max_tokens for s in staggered} == {2, 3, 4, 5, 6}
     assert all(s.max_tokens >= s.row.params.get("min_tokens", 0) for s in staggered)
     joining = [s for s in one_mode if s.plan == "joining"]
-    assert [(s.row.name, s.max_tokens) for s in joining] == [(s.row.name, s.max_tokens) for s in staggered]
-    assert {s.join_step for s in joining} == set(range(12)) and len({s.wave for s in joining}) == 1
+    assert len({s.wave for s in joining}) == 1 and len({s.key for s in joining}) == len(joining) == 3 * len(rows)
+    assert [s.row.name for s in joining if not s.row.name.startswith(("none.l", "none.a"))] == mixed
     assert all(s.max_tokens == 0 for s in one_mode if s.plan not in ("staggered", "joining"))
     assert all(s.join_step == 0 for s in one_mode if s.plan != "joining")
     waves = [s.wave for s in one_mode]
@@ -214,3 +214,24 @@ def test_a_cell_that_held_on_base_is_judged_per_logprobs_mode():
     base = [comparison(["top_k@raw_logits"])]  # the bug: raw_logits wrong; a fix that moves it to raw_logprobs
     assert regressed_comparators(base, [comparison(["top_k@raw_logprobs"])]) == ["distributions[top_k@raw_logprobs]"]
     assert regressed_comparators(base, [comparison(["top_k@raw_logits"])]) == []
+
+
+def test_the_joining_plan_moves_every_row_and_fills_the_slots_it_vacated():
+    rows = oracle_grid.oracle_rows(W, VOCAB, prompts=2)
+    plan = oracle_grid.joining(rows, 2, max_tokens=6)
+    cohorts: dict[int, list] = {}
+    for row, length, step in plan:  # group by cohort start
+        start = step - (oracle_grid.ARRIVAL_STEP if row.name.startswith("none.a") else 0)
+        cohorts.setdefault(start, []).append((row, length, step))
+    assert sum(len([r for r, _, _ in c if not r.name.startswith(("none.l", "none.a"))]) for c in cohorts.values()) == len(rows)
+    starts = sorted(cohorts)
+    for start, cohort in cohorts.items():
+        leavers = [x for x in cohort if x[0].name.startswith("none.l")]
+        arrivals = [x for x in cohort if x[0].name.startswith("none.a")]
+        movers = [x for x in cohort if x not in leavers and x not in arrivals]
+        assert len(leavers) == len(movers) == len(arrivals) <= oracle_grid.JOIN_COHORT
+        assert cohort[:len(leavers)] == leavers  # the leavers take the lower slots
+        assert all(length == oracle_grid.LEAVER_TOKENS and step == start for _, length, step in leavers)
+        assert all(step == start and length > oracle_grid.ARRIVAL_STEP for _, length, step in movers)
+        assert all(step == start + oracle_grid.ARRIVAL_STEP and not r.params for r, _, step in arrivals)
+    assert all(b - a > oracle_grid.ARRIVAL_STEP + 6 for a, b in zip(starts, starts[1:]))  # cohorts never overlap
