@@ -82,11 +82,14 @@ def exit_code_for(headline: str, fail_on: list[str] | None = None) -> int:
 def beside_workaround(flags: list[Flag], checks: list[CheckResult]) -> list[Flag]:
     """The engine's own tests still failing on patched say the bug's code is still there: a hidden
     symptom (SYMPTOM_ONLY) unless another check found the feature bypassed, then a route around the
-    bug (WORKAROUND) — beside what the other checks say (docs/design.md, "Engine tests")."""
+    bug (WORKAROUND) — beside what the other checks say (docs/design.md, "Engine tests"). Beside a
+    bypass, tests that held on base and fail on patched test the feature routed around: WORKAROUND
+    evidence too, not damage to another application."""
     engine_tests = {c.name for c in checks if c.kind == CheckKind.ENGINE_TESTS}
     if not any(f.code == Headline.WORKAROUND and f.check not in engine_tests for f in flags):
         return flags
-    return [replace(f, code=Headline.WORKAROUND) if f.check in engine_tests and f.code == Headline.SYMPTOM_ONLY else f
+    return [replace(f, code=Headline.WORKAROUND)
+            if f.check in engine_tests and f.code in (Headline.SYMPTOM_ONLY, Headline.COLLATERAL) else f
             for f in flags]
 
 

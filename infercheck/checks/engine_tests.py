@@ -62,7 +62,7 @@ def observation(variant: Variant, run: EngineTestRun | None, outcomes: list[Engi
     detail = EngineTestsDetail({k: v for k, v in counts.items() if v}, run.elapsed_s, run.reused)
     if run.error is not None:
         return Observation(variant, detail=detail, error=run.error)
-    return Observation(variant, failing, failing == 0, None, judged, detail)
+    return Observation(variant, float(failing), failing == 0, None, judged, detail)
 
 
 def skipped_check(note: str) -> CheckResult:

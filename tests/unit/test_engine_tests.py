@@ -246,3 +246,13 @@ def test_engine_tests_still_failing_beside_a_bypassed_feature_are_a_workaround_e
     assert verdict.headline == Headline.WORKAROUND
     assert {f.code for f in verdict.flags if f.check == "engine-tests"} == {Headline.WORKAROUND}
     assert isinstance(verdict.flags[0], Flag)
+
+
+def test_engine_tests_broken_beside_a_bypassed_feature_test_that_feature_a_workaround_else_collateral():
+    broken = stored_check("passed", "failed")
+    assert decide([broken], [], has_symptom=True).headline == Headline.COLLATERAL
+    bypass = CheckResult("app/agent", CheckKind.APP, "m", "c", False, Observation("base"), Observation("patched"),
+                         flags=[CheckFlag.WORKAROUND])
+    verdict = decide([broken, bypass], [], has_symptom=True)
+    assert verdict.headline == Headline.WORKAROUND
+    assert {f.code for f in verdict.flags if f.check == "engine-tests"} == {Headline.WORKAROUND}
