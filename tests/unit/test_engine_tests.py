@@ -237,22 +237,15 @@ def test_a_selection_file_round_trips(tmp_path):
     assert EngineTestSelection.from_json(path.read_text()).node_ids() == ["tests/a.py::t"]
 
 
-def test_engine_tests_still_failing_beside_a_bypassed_feature_are_a_workaround_else_symptom_only():
-    still = stored_check("failed", "failed")
-    assert decide([still], [], has_symptom=True).headline == Headline.SYMPTOM_ONLY
+@pytest.mark.parametrize("base, alone", [("failed", Headline.SYMPTOM_ONLY), ("passed", Headline.COLLATERAL)])
+def test_engine_tests_failing_on_patched_beside_a_bypassed_feature_are_a_workaround(base, alone):
+    """Still failing (SYMPTOM_ONLY alone) or newly broken (COLLATERAL alone): beside a bypass sign,
+    the tests of the routed-around feature are WORKAROUND evidence."""
+    failing = stored_check(base, "failed")
+    assert decide([failing], [], has_symptom=True).headline == alone
     bypass = CheckResult("app/agent", CheckKind.APP, "m", "c", False, Observation("base"), Observation("patched"),
                          flags=[CheckFlag.WORKAROUND])
-    verdict = decide([still, bypass], [], has_symptom=True)
+    verdict = decide([failing, bypass], [], has_symptom=True)
     assert verdict.headline == Headline.WORKAROUND
     assert {f.code for f in verdict.flags if f.check == "engine-tests"} == {Headline.WORKAROUND}
     assert isinstance(verdict.flags[0], Flag)
-
-
-def test_engine_tests_broken_beside_a_bypassed_feature_test_that_feature_a_workaround_else_collateral():
-    broken = stored_check("passed", "failed")
-    assert decide([broken], [], has_symptom=True).headline == Headline.COLLATERAL
-    bypass = CheckResult("app/agent", CheckKind.APP, "m", "c", False, Observation("base"), Observation("patched"),
-                         flags=[CheckFlag.WORKAROUND])
-    verdict = decide([broken, bypass], [], has_symptom=True)
-    assert verdict.headline == Headline.WORKAROUND
-    assert {f.code for f in verdict.flags if f.check == "engine-tests"} == {Headline.WORKAROUND}
