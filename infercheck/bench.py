@@ -8,6 +8,7 @@ base engine groups and their reference scoring run once for all of its candidate
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -137,28 +138,47 @@ def bug_outcome(run: ValidationRun) -> str:
 
 def run_bench(cases: list[Case], out: Path, options: Callable[[Case, Candidate, Path], ValidateOptions],
               validate: Validator, progress: Progress, reuse: bool = True, quick: bool = False,
-              bug_checks: bool = True, seed: int | None = None) -> BenchResult:
+              bug_checks: bool = True, seed: int | None = None, streams: int = 1) -> BenchResult:
     """Validate each selected candidate into out/<case>/<candidate>/ and collect the verdicts. A
     case's bug check (candidate "bug") validates its bug.patch on the clean engine: `options`
-    gets that pseudo-candidate and must drop the case's base patches for it."""
+    gets that pseudo-candidate and must drop the case's base patches for it. `streams` cases run
+    side by side, each case's candidates one after another (the later ones reuse its base and
+    reference from the cache); the workers of all streams share the machine's slots (run/slots.py)."""
     started = time.time()
-    rows = []
     chosen = [(case, cand) for case in cases for cand in selected(case, quick, bug_checks)]
     if not chosen:
         raise InfercheckError("no candidates selected (a --quick run takes only candidates marked `quick: true`)")
-    for i, (case, cand) in enumerate(chosen, 1):
-        folder = out / case.id / cand.name
-        progress(f"bench [{i}/{len(chosen)}] {case.id}/{cand.name} (expected {cand.expected})")
-        t0 = time.time()
-        tried = attempt(validate, options(case, cand, folder), folder, progress, f"bench {case.id}/{cand.name}")
-        got = bug_outcome(tried.run) if tried.run is not None and cand.name == BUG else tried.got
-        folder = tried.folder
-        row = BenchRow(case.id, cand.name, cand.expected, got, round(time.time() - t0, 1),
-                       str(folder.relative_to(out)) if folder.is_relative_to(out) else str(folder), cand.why)
-        progress(f"bench {case.id}/{cand.name}: {got} ({'as expected' if row.matches else 'MISMATCH'}) "
-                 f"in {row.elapsed_s:.0f}s{reused_note(folder)}")
-        rows.append(row)
+    numbered = list(enumerate(chosen, 1))
+    by_case = [[item for item in numbered if item[1][0].id == case.id] for case in cases]
+
+    def run_case(items: list[tuple[int, tuple[Case, Candidate]]]) -> list[tuple[int, BenchRow]]:
+        return [(i, bench_row(case, cand, i, len(chosen), out, options, validate, progress))
+                for i, (case, cand) in items]
+
+    if streams > 1 and len(by_case) > 1:
+        with ThreadPoolExecutor(max_workers=streams) as pool:
+            done = [row for rows in pool.map(run_case, by_case) for row in rows]
+    else:
+        done = [row for items in by_case for row in run_case(items)]
+    rows = [row for _, row in sorted(done, key=lambda item: item[0])]
     return BenchResult(rows, round(time.time() - started, 1), reuse, quick, [c.id for c in cases], seed)
+
+
+def bench_row(case: Case, cand: Candidate, i: int, total: int, out: Path,
+              options: Callable[[Case, Candidate, Path], ValidateOptions], validate: Validator,
+              progress: Progress) -> BenchRow:
+    """One candidate validated into out/<case>/<candidate>/ and its row."""
+    folder = out / case.id / cand.name
+    progress(f"bench [{i}/{total}] {case.id}/{cand.name} (expected {cand.expected})")
+    t0 = time.time()
+    tried = attempt(validate, options(case, cand, folder), folder, progress, f"bench {case.id}/{cand.name}")
+    got = bug_outcome(tried.run) if tried.run is not None and cand.name == BUG else tried.got
+    folder = tried.folder
+    row = BenchRow(case.id, cand.name, cand.expected, got, round(time.time() - t0, 1),
+                   str(folder.relative_to(out)) if folder.is_relative_to(out) else str(folder), cand.why)
+    progress(f"bench {case.id}/{cand.name}: {got} ({'as expected' if row.matches else 'MISMATCH'}) "
+             f"in {row.elapsed_s:.0f}s{reused_note(folder)}")
+    return row
 
 
 def reused_note(folder: Path) -> str:

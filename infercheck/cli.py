@@ -42,6 +42,22 @@ def seed_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--seed ")) from None
 
 
+def jobs_arg(text: str) -> int:
+    try:
+        jobs = int(text)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of workers, 1 or more (got {text!r})")
+    return jobs
+
+
+def add_jobs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--jobs", type=jobs_arg, metavar="N",
+                   help="workers side by side, each in its own share of the CPUs (default: one per CPU, bounded "
+                        "by memory, at most 4; 1 on CUDA); --jobs 1 runs them one after another")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="infercheck", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -103,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--no-reuse", action="store_true", help="do not reuse cached worker results")
     val.add_argument("--no-engine-tests", action="store_true",
                      help="do not run the engine's own tests of the touched modules (PASS_TO_PASS, FAIL_TO_PASS)")
+    add_jobs(val)
     add_report_options(val)
     add_quiet(val)
     val.add_argument("--seed", type=seed_arg, help="the prompt draw's seed, to reproduce a run exactly "
@@ -142,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                      "(default: $INFERCHECK_SEED, else a fresh draw)")
     bench.add_argument("--no-bug-checks", action="store_true",
                        help="skip validating each case's bug.patch on the clean engine (symptom must pass there)")
+    add_jobs(bench)
     add_quiet(bench)
 
     demo = sub.add_parser("demo", help="the main job on the bundled default")

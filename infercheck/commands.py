@@ -39,6 +39,7 @@ from infercheck.prompts import Prompt
 from infercheck.records import ValidationRun
 from infercheck.run.job import Group, Job, Request
 from infercheck.run.launcher import launch
+from infercheck.run.slots import default_jobs
 
 PARITY_LOGPROB_TOL_FP32 = 1e-4
 
@@ -187,6 +188,7 @@ def validate_options(args: argparse.Namespace) -> ValidateOptions:
                            out=args.out, fail_on=fail_on_list(args.fail_on),
                            timeout_s=args.timeout, reuse=not args.no_reuse,
                            engine_tests=not getattr(args, "no_engine_tests", False),
+                           jobs=getattr(args, "jobs", None),
                            refuse_judge_edits=getattr(args, "refuse_judge_edits", False),
                            run_timeout_s=getattr(args, "run_timeout", None),
                            command="infercheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
@@ -419,7 +421,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     def options(case, candidate, folder: Path) -> ValidateOptions:
         ns = argparse.Namespace(patch=candidate.patch, base_patch=[], engine_src=None, model=None, dtype="float32",
                                 symptom=None, case=case.folder, suites=None, apps=None, out=folder, fail_on=None,
-                                timeout=args.timeout, no_reuse=args.no_reuse, json=False, seed=seed)
+                                timeout=args.timeout, no_reuse=args.no_reuse, json=False, seed=seed, jobs=args.jobs)
         opts = validate_options(ns)
         opts.command = f"infercheck validate {shlex.quote(str(candidate.patch))} --case {shlex.quote(str(case.folder))}"
         if candidate.name == BUG:  # the bug itself, on the clean engine
@@ -428,10 +430,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
                             f"{shlex.quote(str(case.symptom))} --model {case.model}")
         return opts
 
+    streams = args.jobs or default_jobs(detect_device())
     with Console(quiet=args.quiet) as console:
-        console(f"bench: prompt draw seed {seed}")
-        result = run_bench(cases, out, options, lambda opts: validate(opts, console, console.live), console,
-                           reuse=not args.no_reuse, quick=args.quick, bug_checks=not args.no_bug_checks, seed=seed)
+        console(f"bench: prompt draw seed {seed}, {streams} worker(s) side by side")
+        live = console.live if streams == 1 else None  # one live line per worker name: a single stream's
+        result = run_bench(cases, out, options, lambda opts: validate(opts, console, live), console,
+                           reuse=not args.no_reuse, quick=args.quick, bug_checks=not args.no_bug_checks, seed=seed,
+                           streams=streams)
     paths = write_bench(result, out)
     print(matrix_text(result.rows))
     for case, seconds in result.case_seconds().items():

@@ -1,17 +1,24 @@
-"""Stage 4, run: the workers of a validate, one after another (docs/design.md, "Pipeline").
+"""Stage 4, run: the workers of a validate, side by side in the run's CPU slots (docs/design.md,
+"Pipeline" and "Running workers side by side").
 
-Base, then patched (the same engine job), then the pytest symptom in both envs, then the engine's
-own tests of the touched modules (unmodified, base, patched), then the HF reference re-scoring each
-variant's outputs and running the lm-eval tasks. A worker that fails
-stops the stage where nothing after it could be judged; how each worker ended is saved as
-`runs/outcome.json` (infercheck/run/store.py), which is all the grade stage needs beside the rows.
+Base and patched (the same engine job) first; once base ran, the pytest symptom in both envs, the
+engine's own tests of the touched modules (unmodified, then base and patched) and the HF reference's
+lm-eval tasks; each variant's reference re-scoring once that variant ran. Workers queue for slots
+in that order, so with one slot (`--jobs 1`) they run one after another as listed. A worker that
+fails stops what has not started yet (nothing after it could be judged); how each worker ended is
+saved as `runs/outcome.json` (infercheck/run/store.py), in the order above whatever order they
+finished in, which is all the grade stage needs beside the rows.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
-from dataclasses import dataclass, replace
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, Callable, ContextManager, Iterator
 
 from infercheck.build.engine_env import EngineEnv, installed_env
 from infercheck.build.tree import EngineTree, find_installed_engine
@@ -27,10 +34,16 @@ from infercheck.run.cache import launch_cached, run_pytest_cached
 from infercheck.run.engine_tests import run_engine_tests_cached
 from infercheck.run.job import Job
 from infercheck.run.launcher import WorkerRun
+from infercheck.run.slots import Placement, SlotPool
 from infercheck.run.store import (ENGINE_TEST_SELECTION, REFERENCE_EVAL, UNMODIFIED, RunOutcome, WorkerOutcome,
                                   engine_tests_folder, pytest_folder, reference_worker)
 
 ENGINE_TESTS_TIMEOUT_S = 300.0  # one env's run of the selected engine tests (target: under 60 s)
+MAX_TASKS = 8  # threads waiting on workers; the slots bound how many run
+
+
+class Skipped(Exception):
+    """A worker not started because one it follows failed (nothing it would tell can be judged)."""
 
 
 @dataclass
@@ -40,9 +53,50 @@ class Runner:
     progress: Progress
     deadline: float | None = None  # --run-timeout: when the whole run's time is up (time.time())
     live: LiveWorkers | None = None  # live worker lines on a terminal (infercheck/console.py)
+    slots: SlotPool | None = None  # where workers run (run/slots.py); None: here, as the env says
+    stopped: threading.Event = field(default_factory=threading.Event)  # a worker failed: start no more
+    waits: dict[int, float] = field(default_factory=dict)  # thread -> seconds its last worker waited for a slot
 
-    def run(self, job: Job, env: EngineEnv, name: str, outcome: RunOutcome) -> WorkerRun:
-        """One worker under the per-worker timeout and what is left of the whole run's."""
+    def waited(self) -> float:
+        """Seconds this thread's last worker waited for its slot (not the worker's own time)."""
+        return self.waits.pop(threading.get_ident(), 0.0)
+
+    def identity(self, env: EngineEnv) -> EngineEnv:
+        """The env as workers of this run run it (the pool's thread count), before a slot is chosen."""
+        return self.slots.identity(env) if self.slots is not None else env
+
+    def place(self, env: EngineEnv) -> ContextManager[EngineEnv]:
+        """A Placement (run/slots.py): a free slot for the block, unless the run stopped meanwhile
+        (Skipped)."""
+        return self.placed(env, skip_if_stopped=True)
+
+    def place_engine(self, env: EngineEnv) -> ContextManager[EngineEnv]:
+        """The Placement of base and patched: they run whatever the other did (grading tells a
+        failed base from a failed patched)."""
+        return self.placed(env, skip_if_stopped=False)
+
+    @contextlib.contextmanager
+    def placed(self, env: EngineEnv, skip_if_stopped: bool) -> Iterator[EngineEnv]:
+        asked = time.time()
+        slot = self.slots.placed(env) if self.slots is not None else contextlib.nullcontext(env)
+        with slot as placed:
+            self.waits[threading.get_ident()] = time.time() - asked
+            if skip_if_stopped and self.stopped.is_set():
+                raise Skipped()
+            yield placed
+
+    def run(self, job: Job, env: EngineEnv, name: str, outcome: RunOutcome, engine: bool = False) -> WorkerRun | None:
+        """One worker under the per-worker timeout and what is left of the whole run's; None when it
+        was not started because an earlier worker failed (never for an engine: `engine`)."""
+        try:
+            run = self.run_worker(job, env, name, outcome, self.place_engine if engine else self.place)
+        except Skipped:
+            return None
+        if not run.ok:
+            self.stopped.set()
+        return run
+
+    def run_worker(self, job: Job, env: EngineEnv, name: str, outcome: RunOutcome, place: Placement) -> WorkerRun:
         started = time.time()
         timeout = self.opts.timeout_s if self.deadline is None else min(self.opts.timeout_s, self.deadline - started)
         if timeout <= 0:
@@ -53,17 +107,20 @@ class Runner:
             reused = 0
         else:
             try:
-                run, reused = launch_cached(job, env, self.runs_dir / name, timeout, reuse=self.opts.reuse,
-                                            watch=self.live.watch(env.name) if self.live is not None else None)
+                run, reused = launch_cached(job, self.identity(env), self.runs_dir / name, timeout, reuse=self.opts.reuse,
+                                            watch=self.live.watch(env.name) if self.live is not None else None,
+                                            place=place)
             finally:
                 if self.live is not None:
                     self.live.finish(env.name)
+            started += self.waited()  # the worker's own time, not its wait for a slot
             state = "ok" if run.ok else f"FAILED ({run.error_kind})"
             if reused:
                 state += f", {reused}/{len(job.groups)} group(s) reused from cache"
             self.progress(f"run {env.name}: {state} in {time.time() - started:.1f}s")
+        wall = time.time() - started
         outcome.workers[name] = WorkerOutcome(run.ok, run.error_kind, run.error, round(run.elapsed_s, 2), reused,
-                                              wall_s=round(time.time() - started, 2))
+                                              wall_s=round(wall, 2))
         return run
 
 
@@ -98,45 +155,105 @@ def run_engine_test_stage(wanted: EngineTestsPlan, tree: EngineTree, envs: dict[
     runner.progress(f"engine tests: {len(selection.node_ids())} test(s) in {len(selection.files)} file(s) of "
                     f"{tests.label}, selected in {time.time() - started:.1f}s")
     timeout = min(runner.opts.timeout_s, ENGINE_TESTS_TIMEOUT_S)
-    for label, env in envs.items():
+
+    def run_in(label: str, env: EngineEnv) -> None:
         started = time.time()
-        run = run_engine_tests_cached(tests, selection.node_ids(), env, runner.runs_dir / engine_tests_folder(label),
-                                      timeout, runner.opts.reuse)
+        try:
+            run = run_engine_tests_cached(tests, selection.node_ids(), runner.identity(env),
+                                          runner.runs_dir / engine_tests_folder(label), timeout, runner.opts.reuse,
+                                          place=runner.place)
+        except Skipped:
+            return
+        started += runner.waited()
         outcome.engine_tests[label] = run
         state = run.error or f"exit {run.returncode}"
         runner.progress(f"engine tests {label}: {state}{', reused from cache' if run.reused else ''} "
                         f"in {time.time() - started:.1f}s")
-        if label == UNMODIFIED and run.error is not None:
-            return  # what runs here is unknown: nothing can be judged
+
+    first, *rest = envs.items()
+    run_in(*first)
+    if first[0] == UNMODIFIED and (first[0] not in outcome.engine_tests or outcome.engine_tests[first[0]].error):
+        return  # what runs here is unknown: nothing can be judged
+    side_by_side([lambda item=item: run_in(*item) for item in rest])
+
+
+def side_by_side(tasks: list[Callable[[], Any]]) -> list[Any]:
+    """Run the tasks in threads (each waits for a slot of its own when it starts a worker) and
+    return their results in order; an exception in one is raised once all have ended."""
+    if len(tasks) <= 1:
+        return [task() for task in tasks]
+    with ThreadPoolExecutor(max_workers=min(len(tasks), MAX_TASKS)) as pool:
+        futures = [pool.submit(task) for task in tasks]
+        return [f.result() for f in futures]
 
 
 def run_workers(plan: Plan, variants: Variants, patched: EngineEnv, runner: Runner, outcome: RunOutcome) -> None:
-    base = variants.base
+    """Every worker of the run, in the order the module docstring gives, side by side where the
+    runner's slots allow."""
     job = engine_job(plan)
-    envs = {Variant.BASE: base, Variant.PATCHED: patched}
-    runs = {}
-    for variant, env in envs.items():  # patched only once base ran: a failed base judges nothing
-        runs[variant] = runner.run(job, env, variant, outcome)
-        if not runs[variant].ok:
-            return
-    if plan.symptom is not None and plan.symptom.kind == SymptomKind.PYTEST:
-        for variant, env in envs.items():
-            started = time.time()
-            result, reused = run_pytest_cached(plan.symptom, env, runner.runs_dir / pytest_folder(variant),
-                                               runner.opts.timeout_s, plan.trace, runner.opts.reuse)
-            outcome.pytest[variant] = replace(result, wall_s=round(time.time() - started, 2), reused=reused)
-            state = "passed" if result.passed else f"failed (exit {result.returncode})"
-            runner.progress(f"pytest {env.name}: {state}{', reused from cache' if reused else ''} "
-                            f"in {time.time() - started:.1f}s")
-    if plan.engine_tests is not None and variants.tree is not None and variants.unmodified is not None:
-        run_engine_test_stage(plan.engine_tests, variants.tree, {UNMODIFIED: variants.unmodified, **envs}, runner,
-                              outcome)
+    envs = {Variant.BASE: variants.base, Variant.PATCHED: patched}
     reference_env = replace(installed_env(detect_device()), name="reference")
-    for variant in ENGINE_VARIANTS:
-        name = reference_worker(variant)
-        ref_job, _ = reference_job(plan, runs[variant].results())
-        if not runner.run(ref_job, replace(reference_env, name=name), name, outcome).ok:
-            return
-    eval_job = reference_eval_job(plan)
-    if eval_job is not None:
-        runner.run(eval_job, replace(reference_env, name=REFERENCE_EVAL), REFERENCE_EVAL, outcome)
+    with ThreadPoolExecutor(max_workers=MAX_TASKS) as pool:
+        engines: dict[Variant, Future] = {}
+        for variant, env in envs.items():
+            engines[variant] = pool.submit(runner.run, job, env, variant, outcome, True)
+
+        def after(variant: Variant, task: Callable[[], Any]) -> Future:
+            """task once `variant`'s engine ran; nothing if it failed."""
+            def wait_then() -> Any:
+                run = engines[variant].result()
+                return task() if run is not None and run.ok else None
+            return pool.submit(wait_then)
+
+        tasks = list(engines.values())
+        if plan.symptom is not None and plan.symptom.kind == SymptomKind.PYTEST:
+            tasks += [after(Variant.BASE, lambda v=v, e=e: run_symptom_test(plan, v, e, runner, outcome))
+                      for v, e in envs.items()]
+        if plan.engine_tests is not None and variants.tree is not None and variants.unmodified is not None:
+            envs_for_tests = {UNMODIFIED: variants.unmodified, **envs}
+            tasks.append(after(Variant.BASE, lambda: run_engine_test_stage(plan.engine_tests, variants.tree,
+                                                                            envs_for_tests, runner, outcome)))
+        eval_job = reference_eval_job(plan)
+        if eval_job is not None:
+            tasks.append(after(Variant.BASE, lambda: runner.run(eval_job, replace(reference_env, name=REFERENCE_EVAL),
+                                                                REFERENCE_EVAL, outcome)))
+        for variant in ENGINE_VARIANTS:
+            tasks.append(after(variant, lambda v=variant: run_reference(plan, v, engines[v].result(), reference_env,
+                                                                        runner, outcome)))
+        for task in tasks:
+            task.result()
+    in_order(outcome)
+
+
+def run_symptom_test(plan: Plan, variant: Variant, env: EngineEnv, runner: Runner, outcome: RunOutcome) -> None:
+    """The pytest symptom in one variant's env."""
+    started = time.time()
+    try:
+        result, reused = run_pytest_cached(plan.symptom, runner.identity(env), runner.runs_dir / pytest_folder(variant),
+                                           runner.opts.timeout_s, plan.trace, runner.opts.reuse, place=runner.place)
+    except Skipped:
+        return
+    started += runner.waited()
+    outcome.pytest[variant] = replace(result, wall_s=round(time.time() - started, 2), reused=reused)
+    state = "passed" if result.passed else f"failed (exit {result.returncode})"
+    runner.progress(f"pytest {env.name}: {state}{', reused from cache' if reused else ''} "
+                    f"in {time.time() - started:.1f}s")
+
+
+def run_reference(plan: Plan, variant: Variant, engine: WorkerRun, reference_env: EngineEnv, runner: Runner,
+                  outcome: RunOutcome) -> None:
+    """The HF reference re-scoring one variant's outputs."""
+    name = reference_worker(variant)
+    ref_job, _ = reference_job(plan, engine.results())
+    runner.run(ref_job, replace(reference_env, name=name), name, outcome)
+
+
+def in_order(outcome: RunOutcome) -> None:
+    """The outcome's records in the order the workers are listed (module docstring), not the order
+    they finished in: the same run reads the same whatever the slots."""
+    workers = [*ENGINE_VARIANTS, *(reference_worker(v) for v in ENGINE_VARIANTS), REFERENCE_EVAL]
+    for records, order in ((outcome.workers, workers), (outcome.pytest, list(ENGINE_VARIANTS)),
+                           (outcome.engine_tests, [UNMODIFIED, *ENGINE_VARIANTS])):
+        ordered = sorted(records.items(), key=lambda item: order.index(item[0]) if item[0] in order else len(order))
+        records.clear()
+        records.update(ordered)

@@ -43,6 +43,7 @@ class ValidateOptions:
     command: str = ""
     seed: int | None = None  # the prompt draw's seed (draw.py); None: a fresh one when the run starts
     engine_tests: bool = True  # run the engine's own tests of the touched modules (docs/design.md, "Engine tests")
+    jobs: int | None = None  # workers side by side (run/slots.py); None: what the machine allows
 
 
 def store_path(path: Path | None, run_dir: Path) -> str | None:

@@ -28,12 +28,13 @@ from infercheck.grade import Graded, Settings, grade
 from infercheck.intake import Intake, intake, save_selection, with_stored_selection
 from infercheck.names import Notice
 from infercheck.options import ValidateOptions, load_options, save_options
-from infercheck.paths import reports_dir
+from infercheck.paths import cache_dir, reports_dir
 from infercheck.plan import Plan, plan_for, stage_plan
 from infercheck.records import Flag, ValidationRun
 from infercheck.report.files import load_run, write_index, write_report, write_results
 from infercheck.report.view import fmt_pass
 from infercheck.run.launcher import CONTAINMENT
+from infercheck.run.slots import SlotPool, default_jobs
 from infercheck.run.store import StoredRun, load_stored
 from infercheck.verdict import decide
 
@@ -110,7 +111,8 @@ def validate(opts: ValidateOptions, progress: Progress, live: LiveWorkers | None
     save_options(opts, out)
     save_selection(found, out / "inputs")
     deadline = t0 + opts.run_timeout_s if opts.run_timeout_s else None
-    execute(the_plan, variants, Runner(opts, out / RUNS, progress, deadline, live))
+    slots = SlotPool(opts.jobs or default_jobs(device), device, cache_dir() / "slots")
+    execute(the_plan, variants, Runner(opts, out / RUNS, progress, deadline, live, slots))
     timer.done("run")
     stored = load_stored(out / RUNS)
     graded = grade_run(found, the_plan, stored)

@@ -31,6 +31,8 @@ class EngineEnv:
     pythonpath: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     location: str = ""  # overlay folder or source venv
+    # The CPUs a worker of this env is pinned to (its slot, run/slots.py); not part of its identity.
+    cpus: tuple[int, ...] = ()
 
     def environ(self) -> dict[str, str]:
         """The full environment for a worker subprocess of this variant."""

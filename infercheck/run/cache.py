@@ -28,6 +28,7 @@ from infercheck.run.job import (GROUPS, JOB_DIGESTS, JOB_FILE, LM_EVAL, RESULTS,
                                 Job, read_jsonl)
 from infercheck.run.launcher import REUSED_FROM, Watch, WorkerRun, classify, launch, stop_orphan
 from infercheck.run.pytest_runner import run_pytest
+from infercheck.run.slots import Placement, unplaced
 from infercheck.run.store import PytestOutcome, read_json_file
 from infercheck.specs import SymptomSpec
 
@@ -116,9 +117,9 @@ def store_entry(entry: Path, out_dir: Path, outcome: dict) -> None:
 
 
 def run_pytest_cached(spec: SymptomSpec, env: EngineEnv, out_dir: Path, timeout_s: float, trace: list[str],
-                      reuse: bool = True) -> tuple[PytestOutcome, bool]:
-    """The symptom's pytest run in `env` (run/pytest_runner.py), or its stored outcome and files
-    (pytest.log, the trace) when the same run finished before. Returns (outcome, reused)."""
+                      reuse: bool = True, place: Placement = unplaced) -> tuple[PytestOutcome, bool]:
+    """The symptom's pytest run in `env` (run/pytest_runner.py) where `place` puts it, or its stored
+    outcome and files (pytest.log, the trace) when the same run finished before. Returns (outcome, reused)."""
     entry = cache_dir() / "pytest" / pytest_key(spec, env, trace)
     stored = reuse_entry(entry, out_dir) if reuse else None
     if stored is not None:
@@ -126,7 +127,8 @@ def run_pytest_cached(spec: SymptomSpec, env: EngineEnv, out_dir: Path, timeout_
     (out_dir / REUSED_FROM).unlink(missing_ok=True)
     for stale in (TRACE, SOURCES):  # a trace left by an earlier run in this folder is not this run's
         (out_dir / stale).unlink(missing_ok=True)
-    outcome = run_pytest(spec, env, out_dir, timeout_s, trace)
+    with place(env) as placed:
+        outcome = run_pytest(spec, placed, out_dir, timeout_s, trace)
     if outcome.returncode in PYTEST_DECIDED and (not trace or (out_dir / TRACE).is_file()):
         store_entry(entry, out_dir, asdict(outcome))
     return outcome, False
@@ -218,10 +220,10 @@ def harvest(out_dir: Path, job: Job, entries: dict[str, Path], env: EngineEnv) -
             store_group(rows, name, entries[name], out_dir if job.trace else None)
 
 
-def launch_cached(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float,
-                  reuse: bool = True, watch: Watch | None = None) -> tuple[WorkerRun, int]:
-    """Run the job's groups that have no cache entry, then add the cached ones' rows.
-    Returns (run, number of groups reused)."""
+def launch_cached(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float, reuse: bool = True,
+                  watch: Watch | None = None, place: Placement = unplaced) -> tuple[WorkerRun, int]:
+    """Run the job's groups that have no cache entry (in a worker where `place` puts it), then add
+    the cached ones' rows. Returns (run, number of groups reused)."""
     root = cache_dir() / "groups"
     entries = {g.name: root / group_key(job, g, env) for g in job.groups}
     harvest(out_dir, job, entries, env)
@@ -230,7 +232,8 @@ def launch_cached(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float,
     if todo:
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / ENGINE).write_text(json.dumps(engine_record(env)))
-        run = launch(replace(job, groups=todo), env, out_dir, timeout_s, watch)
+        with place(env) as placed:
+            run = launch(replace(job, groups=todo), placed, out_dir, timeout_s, watch)
         rows = rows_by_group(out_dir)
         for group in todo:
             store_group(rows, group.name, entries[group.name], out_dir if job.trace else None)

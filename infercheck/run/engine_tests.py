@@ -20,6 +20,7 @@ from infercheck.paths import cache_dir
 from infercheck.run.cache import PYTEST_CODE, PYTEST_DECIDED, digest_files, engine_identity, reuse_entry, store_entry
 from infercheck.run.pytest_runner import JUNIT, PytestPlace, run_pytest_contained
 from infercheck.run.launcher import REUSED_FROM
+from infercheck.run.slots import Placement, unplaced
 from infercheck.run.store import EngineTestRun
 from infercheck.engine_test_tree import TESTS, EngineTestTree
 
@@ -59,15 +60,17 @@ def run_engine_tests(tree: EngineTestTree, node_ids: list[str], env: EngineEnv, 
 
 
 def run_engine_tests_cached(tree: EngineTestTree, node_ids: list[str], env: EngineEnv, out_dir: Path, timeout_s: float,
-                            reuse: bool = True, cache_root: Path | None = None) -> EngineTestRun:
+                            reuse: bool = True, cache_root: Path | None = None,
+                            place: Placement = unplaced) -> EngineTestRun:
     """run_engine_tests, or the same run's stored report when it was decided before (cache_root:
-    default <cache>/engine-test-runs)."""
+    default <cache>/engine-test-runs); a run that is not stored runs where `place` puts it."""
     entry = (cache_root or cache_dir() / "engine-test-runs") / engine_tests_key(tree, node_ids, env)
     stored = reuse_entry(entry, out_dir) if reuse else None
     if stored is not None:
         return EngineTestRun(**{**stored, "reused": True})
     (out_dir / REUSED_FROM).unlink(missing_ok=True)
-    run = run_engine_tests(tree, node_ids, env, out_dir, timeout_s)
+    with place(env) as placed:
+        run = run_engine_tests(tree, node_ids, placed, out_dir, timeout_s)
     if run.returncode in PYTEST_DECIDED and run.error is None:
         store_entry(entry, out_dir, asdict(run))
     return run

@@ -103,7 +103,7 @@ def launch(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float = DEFAULT_T
     out_dir.mkdir(parents=True, exist_ok=True)
     for stale in (RESULTS, GROUPS, LM_EVAL, STATUS, TIMING, PROGRESS, *HARNESS_RECORDS):
         (out_dir / stale).unlink(missing_ok=True)
-    containment = containment_for(job, timeout_s)
+    containment = replace(containment_for(job, timeout_s), cpus=env.cpus)
     environ = private_environ(env.environ(), out_dir)
     view = worker_view(job, env, out_dir, environ)
     if isinstance(view, WorkerView):

@@ -81,7 +81,8 @@ def run_pytest_contained(place: PytestPlace, env: EngineEnv, out_dir: Path, time
     per-test report to JUNIT in out_dir. Returns (exit status, None past timeout_s; the log)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / JUNIT).unlink(missing_ok=True)
-    containment = plan_containment(detect_device(), timeout_s, [REPO_ROOT, cache_dir()], needs_network=False)
+    containment = replace(plan_containment(detect_device(), timeout_s, [REPO_ROOT, cache_dir()], needs_network=False),
+                          cpus=env.cpus)
     environ = private_environ(env.environ(), out_dir)
     view = pytest_view(place, env, out_dir, environ)
     if isinstance(view, WorkerView):

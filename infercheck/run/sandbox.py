@@ -85,6 +85,7 @@ class Containment:
     # (namespaces refused, no neutral root); the worker then sees the host, read-only.
     view: dict | None = None
     own_pids: bool = False  # a PID namespace of its own: /proc shows the worker's processes only
+    cpus: tuple[int, ...] = ()  # the CPUs it is pinned to (its slot, run/slots.py); empty: any
 
     def as_record(self) -> dict:
         return asdict(self)
@@ -217,8 +218,10 @@ def private_environ(environ: dict[str, str], out_dir: Path) -> dict[str, str]:
 
 
 def limit_resources(containment: Containment) -> Callable[[], None]:
-    """preexec_fn for the worker: its address space and CPU time, inherited by its children."""
+    """preexec_fn for the worker: its address space, CPU time and CPUs, inherited by its children."""
     def apply() -> None:
+        if containment.cpus:
+            os.sched_setaffinity(0, containment.cpus)
         if containment.memory_bytes is not None:
             resource.setrlimit(resource.RLIMIT_AS, (containment.memory_bytes, containment.memory_bytes))
         if containment.cpu_seconds is not None:
