@@ -3,7 +3,8 @@
 
 Base and patched (the same engine job) first; once base ran, the pytest symptom in both envs, the
 engine's own tests of the touched modules (unmodified, then base and patched) and the HF reference's
-lm-eval tasks; each variant's reference re-scoring once that variant ran. Workers queue for slots
+lm-eval tasks; each variant's reference re-scoring once that variant ran (patched's after base's:
+what both generated alike is scored once and read from the cache). Workers queue for slots
 in that order, so with one slot (`--jobs 1`) they run one after another as listed. A worker that
 fails stops what has not started yet (nothing after it could be judged); how each worker ended is
 saved as `runs/outcome.json` (infercheck/run/store.py), in the order above whatever order they
@@ -217,9 +218,17 @@ def run_workers(plan: Plan, variants: Variants, patched: EngineEnv, runner: Runn
         if eval_job is not None:
             tasks.append(after(Variant.BASE, lambda: runner.run(eval_job, replace(reference_env, name=REFERENCE_EVAL),
                                                                 REFERENCE_EVAL, outcome)))
-        for variant in ENGINE_VARIANTS:
-            tasks.append(after(variant, lambda v=variant: run_reference(plan, v, engines[v].result(), reference_env,
-                                                                        runner, outcome)))
+        scored: Future | None = None
+        for variant in ENGINE_VARIANTS:  # one after another: where patched generated what base did, its
+            # reference groups are base's, read from the cache instead of computed twice side by side
+            previous = scored
+
+            def score(v: Variant = variant, previous: Future | None = previous) -> None:
+                if previous is not None:
+                    previous.result()
+                run_reference(plan, v, engines[v].result(), reference_env, runner, outcome)
+            scored = after(variant, score)
+            tasks.append(scored)
         for task in tasks:
             task.result()
     in_order(outcome)
