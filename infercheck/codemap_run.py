@@ -22,7 +22,7 @@ from infercheck.errors import InfercheckError
 from infercheck.models import zoo
 from infercheck.paths import SUITES_DIR
 from infercheck.plan import engine_job, group_checks, make_plan
-from infercheck.run.job import JOB_FILE, TRACE, Job
+from infercheck.run.job import ENGINE_PACKAGE, JOB_FILE, TRACE, Job
 from infercheck.run.launcher import classify, launch
 from infercheck.specs import App
 from infercheck.suites import select_suites
@@ -54,7 +54,7 @@ def build_codemap(work_dir: Path, timeout_s: float, progress: Progress, out: Pat
     model = zoo.model_dir(BASELINE_MODEL)
     plan = make_plan(str(model), BASELINE_MODEL, "float32", select_suites(BASELINE_MODEL, BASELINE_SUITES), None,
                      apps=list(apps.values()), model_dir=zoo.model_dir)
-    plan.trace = ["vllm"]  # the whole package, named "vllm/..." by the worker's tracer
+    plan.trace = [ENGINE_PACKAGE]  # the whole package, named "vllm/..." by the worker's tracer
     job = engine_job(plan)
     progress(f"codemap: {len(job.groups)} engine group(s) on {engine.distribution} {engine.version}, "
              f"coverage over {engine.package_dir}")

@@ -26,7 +26,7 @@ from infercheck.intake import Intake
 from infercheck.names import PROMPTLESS_SYMPTOMS, SuiteKind
 from infercheck.paths import SUITES_DIR
 from infercheck.prompts import Prompt, build_prompts
-from infercheck.run.job import Group, Job, LmEvalTask, Request, RequestResult
+from infercheck.run.job import ENGINE_PACKAGE, Group, Job, LmEvalTask, Request, RequestResult
 from infercheck.specs import DEFAULT_TOP_K, App, Suite, SymptomSpec
 
 SYMPTOM = "symptom"
@@ -187,7 +187,8 @@ def engine_job(plan: Plan, backend: str = "vllm") -> Job:
             group = app_groups.setdefault(key, Group(f"app:{app_name}:{app_set.name}", app_set.engine_args, [],
                                                      model=model, isolated=True))
             group.requests.extend(app_set.requests)
-    return Job(backend, plan.model, plan.dtype, [*groups.values(), *app_groups.values()], trace=list(plan.trace))
+    return Job(backend, plan.model, plan.dtype, [*groups.values(), *app_groups.values()],
+               trace=[ENGINE_PACKAGE] if plan.trace else [], sources=list(plan.trace))
 
 
 def group_checks(job: Job) -> dict[str, list[str]]:

@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -42,6 +43,7 @@ PYTEST_CODE = (*(RUN_DIR / f"{m}.py" for m in ("traced_pytest", "pytest_entry", 
 PYTEST_DECIDED = (0, 1)  # pytest's exit codes for "passed" and "tests failed": what the test said
 ENTRY_OUTCOME = "outcome.json"  # in a pytest cache entry: how the decided run ended
 ROW_FILES = (RESULTS, GROUPS, LM_EVAL)
+NARROWED = "trace.narrowed"  # beside a TRACE the harness narrowed to the patch's files (not a worker's)
 ENGINE = "engine.json"  # which engine env wrote a worker folder (a resume harvests only its own)
 
 
@@ -150,29 +152,40 @@ def finished(rows: dict[str, dict[str, list[dict]]], group: str) -> bool:
 
 def entry_files(job: Job) -> tuple[str, ...]:
     """What a complete cache entry of one of the job's groups holds."""
-    return (*ROW_FILES, TRACE, SOURCES) if job.trace else ROW_FILES
+    return (*ROW_FILES, TRACE) if job.trace else ROW_FILES
 
 
-def store_group(rows: dict[str, dict[str, list[dict]]], group: str, entry: Path, traced_in: Path | None = None) -> None:
+def store_group(rows: dict[str, dict[str, list[dict]]], group: str, entry: Path,
+                trace: dict[str, dict[str, list[int]]] | None = None) -> None:
     """Copy one finished group's rows (rows_by_group of its run folder) into its cache entry,
-    atomically; for a traced job (traced_in: its run folder) the group's executed lines and the
-    traced sources too."""
+    atomically; for a traced job (trace: its run folder's TRACE, None where the worker saved none)
+    the group's executed lines too."""
     summary = rows.get(GROUPS, {}).get(group)
     if not summary or summary[0].get("error"):  # failures are not cached: a rerun may tell more
         return
-    if traced_in is not None and not (traced_in / TRACE).is_file():
-        return  # a traced worker killed before it saved its lines: its groups cannot say what ran
     entry.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".tmp-"))
     for name in ROW_FILES:
         (tmp / name).write_text("".join(json.dumps(r) + "\n" for r in rows.get(name, {}).get(group, [])))
-    if traced_in is not None:
-        (tmp / TRACE).write_text(json.dumps((read_json_file(traced_in / TRACE) or {}).get(group, {})))
-        (tmp / SOURCES).write_text(json.dumps(read_json_file(traced_in / SOURCES) or {}))
+    if trace is not None:
+        (tmp / TRACE).write_text(json.dumps(trace.get(group, {})))
     try:
         os.replace(tmp, entry)
     except OSError:  # another run stored the same entry first
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def store_groups(job: Job, out_dir: Path, entries: dict[str, Path], names: list[str]) -> None:
+    """store_group for each of `names` that finished in out_dir; a traced worker killed before it
+    saved its lines stores nothing (its groups cannot say what ran)."""
+    trace = None
+    if job.trace:
+        trace = None if (out_dir / NARROWED).exists() else read_json_file(out_dir / TRACE)
+        if trace is None:
+            return
+    rows = rows_by_group(out_dir)
+    for name in names:
+        store_group(rows, name, entries[name], trace)
 
 
 def append_group(entry: Path, out_dir: Path) -> None:
@@ -185,14 +198,48 @@ def append_group(entry: Path, out_dir: Path) -> None:
             rows.write(text)
 
 
-def join_traces(entries: dict[str, Path], out_dir: Path) -> None:
-    """Add the cached groups' (group name -> entry) executed lines to the run folder's, in one write;
-    the sources come from any entry when the worker did not run."""
+def keep_traced(job: Job, env: EngineEnv, entries: dict[str, Path], out_dir: Path) -> None:
+    """The run folder's TRACE: its own groups' lines and the cached groups' (group name -> entry),
+    narrowed to the job's `sources` (the patch's files: what grading reads; the cache keeps the
+    whole package's lines); SOURCES: those files' text in this env, read here, not by the worker."""
     lines = read_json_file(out_dir / TRACE) or {}
     lines.update({group: read_json_file(entry / TRACE) or {} for group, entry in entries.items()})
-    (out_dir / TRACE).write_text(json.dumps(lines))
-    if entries and not (out_dir / SOURCES).is_file():
-        shutil.copyfile(next(iter(entries.values())) / SOURCES, out_dir / SOURCES)
+    wanted = set(job.sources)
+    narrowed = {group: {f: ls for f, ls in files.items() if f in wanted} for group, files in lines.items()}
+    (out_dir / NARROWED).touch()  # before the narrowed lines: a resume never stores them as a group's
+    write_json_atomic(out_dir / TRACE, narrowed)
+    write_json_atomic(out_dir / SOURCES, engine_sources(env, job.sources))
+
+
+def write_json_atomic(path: Path, payload: object) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(payload))
+    tmp.replace(path)
+
+
+def engine_sources(env: EngineEnv, files: list[str]) -> dict[str, str | None]:
+    """{file: its text where env's interpreter imports the engine from, None where that tree lacks it}
+    for each engine-relative file ("vllm/x.py"); {} where the engine cannot be found."""
+    files = [f for f in files if not Path(f).is_absolute()]
+    if not files:
+        return {}
+    root = engine_root(env)
+    if root is None:
+        return {f: None for f in files}
+    return {f: (root / f).read_text() if (root / f).is_file() else None for f in files}
+
+
+def engine_root(env: EngineEnv) -> Path | None:
+    """The folder env's interpreter imports the engine package from (an overlay's, a venv's), asked
+    of that interpreter without importing the engine."""
+    probe = ("import importlib.util as u; s = u.find_spec('vllm'); "
+             "print(list(s.submodule_search_locations)[0] if s and s.submodule_search_locations else '')")
+    try:
+        found = subprocess.run([env.python, "-c", probe], env=env.environ(), capture_output=True, text=True,
+                               timeout=60).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return Path(found).resolve().parent if found else None
 
 
 def engine_record(env: EngineEnv) -> dict[str, str]:
@@ -214,10 +261,9 @@ def harvest(out_dir: Path, job: Job, entries: dict[str, Path], env: EngineEnv) -
     if engine != engine_record(env) or previous.get("settings") != wanted["settings"]:
         return  # another engine or model wrote this folder: its rows say nothing about this run
     rows = rows_by_group(out_dir)
-    for name, digest in (previous.get("groups") or {}).items():
-        same = wanted["groups"].get(name) == digest
-        if same and not (entries[name] / GROUPS).is_file() and finished(rows, name):
-            store_group(rows, name, entries[name], out_dir if job.trace else None)
+    names = [name for name, digest in (previous.get("groups") or {}).items()
+             if wanted["groups"].get(name) == digest and not (entries[name] / GROUPS).is_file() and finished(rows, name)]
+    store_groups(job, out_dir, entries, names)
 
 
 def launch_cached(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float, reuse: bool = True,
@@ -232,21 +278,21 @@ def launch_cached(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float, reu
     if todo:
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / ENGINE).write_text(json.dumps(engine_record(env)))
+        for stale in (TRACE, SOURCES, NARROWED):  # what a worker saves of what ran is its own
+            (out_dir / stale).unlink(missing_ok=True)
         with place(env) as placed:
             run = launch(replace(job, groups=todo), placed, out_dir, timeout_s, watch)
-        rows = rows_by_group(out_dir)
-        for group in todo:
-            store_group(rows, group.name, entries[group.name], out_dir if job.trace else None)
+        store_groups(job, out_dir, entries, [g.name for g in todo])
     else:
         out_dir.mkdir(parents=True, exist_ok=True)
-        for name in (*ROW_FILES, STATUS, TRACE, SOURCES, TIMING):  # no worker ran: no worker's clock either
+        for name in (*ROW_FILES, STATUS, TRACE, SOURCES, NARROWED, TIMING):  # no worker ran: no worker's clock either
             (out_dir / name).unlink(missing_ok=True)
         (out_dir / STATUS).write_text(json.dumps({"state": "done", "reused": True}))
         run = classify(env.name, out_dir, 0, 0.0, timeout_s)
     for group in cached:
         append_group(entries[group.name], out_dir)
     if job.trace:
-        join_traces({g.name: entries[g.name] for g in cached}, out_dir)
+        keep_traced(job, env, {g.name: entries[g.name] for g in cached}, out_dir)
     (out_dir / JOB_FILE).write_text(job.to_json())
     if cached:
         (out_dir / REUSED_FROM).write_text("".join(f"{g.name} {entries[g.name]}\n" for g in cached))

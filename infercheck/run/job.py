@@ -94,6 +94,10 @@ class Job:
     # TRACE; a relative path is one of the engine's ("vllm/v1/..."); empty: no tracing
     # (docs/design.md, "Code-path evidence").
     trace: list[str] = field(default_factory=list)
+    # The engine files whose executed lines and text the run folder keeps (TRACE narrowed to them,
+    # SOURCES): the patch's. Not part of a group's identity: every candidate's workers trace the
+    # whole engine package alike (`trace`), so a base computed for one candidate serves the next.
+    sources: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -120,7 +124,7 @@ class Job:
                             bool(g.get("isolated", False)))
                       for g in data["groups"]]
             return cls(data["backend"], data["model"], data.get("dtype", "float32"), groups, data.get("seed", 0),
-                       list(data.get("trace") or []))
+                       list(data.get("trace") or []), list(data.get("sources") or []))
         except (KeyError, TypeError) as exc:
             raise InfercheckError(f"malformed job: {exc}") from None
 
@@ -230,6 +234,7 @@ JOB_FILE = "job.json"  # the job a worker folder ran (the cache rewrites it with
 # Digests of the job as the harness planned it (host paths), written at launch: what a resumed run
 # compares, since job.json holds the worker's view of the job (run/view.py) while the worker runs.
 JOB_DIGESTS = "job.digests.json"
+ENGINE_PACKAGE = "vllm"  # what an engine job traces: the whole package (its files named "vllm/...")
 TRACE = "trace.json"  # {group name: {file: [executed line numbers]}}, for a job with `trace`
 SOURCES = "sources.json"  # {file: its text as this variant ran it, or null}, for a job that traces files
 TIMING = "timing.json"  # the worker's own clock (WorkerTiming)

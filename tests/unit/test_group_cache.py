@@ -16,8 +16,12 @@ from infercheck.run.job import Group, Job, Request
 FAKE_WORKER = f"""#!{os.path.realpath(sys.executable)}
 import json, sys
 from pathlib import Path
+if sys.argv[1] == "-c":  # the harness asking where the engine package is: a tree beside this script
+    print(Path(__file__).parent / "engine" / "vllm")
+    sys.exit(0)
 args = sys.argv[sys.argv.index("--job") + 1:]
 job, out = json.loads(Path(args[0]).read_text()), Path(args[2])
+PACKAGE = ["vllm/a.py", "vllm/b.py"]
 with open(Path(__file__).parent / "ran.log", "a") as log:
     log.write(" ".join(g["name"] for g in job["groups"]) + "\\n")
 for g in job["groups"]:
@@ -29,10 +33,10 @@ for g in job["groups"]:
     with open(out / "groups.jsonl", "a") as f:
         f.write(json.dumps({{"name": g["name"], "engine_args": {{}}, "num_requests": 1, "prompt_tokens": 1,
                             "output_tokens": 1, "elapsed_s": 0.1, "startup_s": 0.1, "error": error}}) + "\\n")
-if job.get("trace"):  # what the real worker's tracer writes: lines per group, the traced files' text
-    (out / "trace.json").write_text(json.dumps({{g["name"]: {{f: [len(g["name"])] for f in job["trace"]}}
+if job.get("trace"):  # what the real worker's tracer writes over the whole package: lines per group and file
+    (out / "trace.json").write_text(json.dumps({{g["name"]: {{f: [len(g["name"]) + i] for i, f in enumerate(PACKAGE)}}
                                                for g in job["groups"]}}))
-    (out / "sources.json").write_text(json.dumps({{f: "x = 1\\n" for f in job["trace"]}}))
+    (out / "sources.json").write_text("{{}}")
 (out / "status.json").write_text('{{"state": "done"}}')
 """
 
@@ -41,6 +45,10 @@ def fake_env(tmp_path: Path) -> EngineEnv:
     script = tmp_path / "fake-python"
     script.write_text(FAKE_WORKER)
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    package = tmp_path / "engine" / "vllm"
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "a.py").write_text("x = 1\n")
+    (package / "b.py").write_text("y = 2\n")
     return EngineEnv("base", "overlay", str(script), "t" * 40)
 
 
@@ -114,21 +122,29 @@ def test_options_round_trip_with_patch_copies(tmp_path):
     assert load_options(moved).patch.read_text().startswith("--- a/x.py")
 
 
-def test_a_traced_job_reuses_a_group_with_its_executed_lines_and_keys_on_the_traced_files(tmp_path, monkeypatch):
+def test_a_traced_job_reuses_a_group_whatever_files_it_keeps(tmp_path, monkeypatch):
+    """Every traced engine job traces the whole package, so a group computed for one patch's files
+    serves another's; the run folder keeps the lines and text of its own patch's files only."""
     monkeypatch.setenv("INFERCHECK_CACHE", str(tmp_path / "cache"))
     env = fake_env(tmp_path)
     traced = lambda *names, files=("vllm/a.py",): Job("vllm", "/models/x", "float32", job(*names).groups,  # noqa: E731
-                                                    trace=list(files))
+                                                    trace=["vllm"], sources=list(files))
     launch_cached(traced("aa"), env, tmp_path / "one", 30)
     second, reused = launch_cached(traced("aa", "bbb"), env, tmp_path / "two", 30)
     assert reused == 1 and (tmp_path / "ran.log").read_text().splitlines() == ["aa", "bbb"]
     trace = json.loads((tmp_path / "two" / "trace.json").read_text())
     assert trace == {"bbb": {"vllm/a.py": [3]}, "aa": {"vllm/a.py": [2]}}  # the cached group's lines joined
     assert json.loads((tmp_path / "two" / "sources.json").read_text()) == {"vllm/a.py": "x = 1\n"}
-    # Another traced file set is another entry: the cached rows cannot say what ran in it.
-    _, reused = launch_cached(traced("aa", files=("vllm/b.py",)), env, tmp_path / "three", 30)
-    assert reused == 0
+    # Another patch's files: the same entries, narrowed to its files; a file the engine lacks reads None.
+    _, reused = launch_cached(traced("aa", "bbb", files=("vllm/b.py", "vllm/new.py")), env, tmp_path / "three", 30)
+    assert reused == 2 and len((tmp_path / "ran.log").read_text().splitlines()) == 2
+    assert json.loads((tmp_path / "three" / "trace.json").read_text()) == {"aa": {"vllm/b.py": [3]},
+                                                                         "bbb": {"vllm/b.py": [4]}}
+    assert json.loads((tmp_path / "three" / "sources.json").read_text()) == {"vllm/b.py": "y = 2\n",
+                                                                           "vllm/new.py": None}
     # An untraced job's entry holds no lines: a traced job does not take it.
     launch_cached(job("cc"), env, tmp_path / "four", 30)
     _, reused = launch_cached(traced("cc"), env, tmp_path / "five", 30)
     assert reused == 0 and json.loads((tmp_path / "five" / "trace.json").read_text()) == {"cc": {"vllm/a.py": [2]}}
+    # The harness narrowed that trace: a resume of the folder never stores it as a group's lines.
+    assert (tmp_path / "five" / "trace.narrowed").is_file()
