@@ -27,7 +27,9 @@ from infercheck.engine_test_tree import TESTS, EngineTestTree
 SUITE = "suite"  # the test tree's root in a view: its tests/ at suite/tests, the working folder
 # Each test file's own code only (vLLM's conftest needs what the machine lacks); xunit1 keeps each
 # test's file, so its node id can be read back.
-ENGINE_TEST_ARGS = ("--noconftest", "-o", "junit_family=xunit1", "-W", "ignore::pytest.PytestUnknownMarkWarning")
+PER_TEST_TIMEOUT_S = 120  # pytest-timeout: a hung test fails alone (and, failing on the unmodified engine, is not judged)
+ENGINE_TEST_ARGS = ("--noconftest", "-o", "junit_family=xunit1", "-W", "ignore::pytest.PytestUnknownMarkWarning",
+                    "-o", f"timeout={PER_TEST_TIMEOUT_S}")
 THIS_CODE = Path(__file__).resolve()
 
 
