@@ -6,9 +6,8 @@ HF reference, a pytest run) takes a slot for as long as its subprocess runs, is 
 CPUs and runs `threads` OpenMP threads. A slot is held through one advisory file lock per CPU in the
 cache, so several runs sharing a machine (a bench's case streams, two validates, a CI job beside a
 person's run) never put two workers on one CPU. On a tiny model a worker is one Python thread of
-scheduling plus small matrix products: measured on a 2-core machine, one thread per worker is
-faster than two (a mixed job: 45-48 s against 59 s), and two such workers side by side take no longer
-than one alone.
+scheduling plus small matrix products: measured on a 2-core machine, a mixed job took 59 s alone
+with two threads, and 48 s and 50 s for two copies side by side with one thread each.
 
 The thread count is part of a worker's identity (cache keys: it may change reduction order); which
 CPUs it sits on is not. On CUDA a slot is a turn on the device (one by default): engines on one GPU
