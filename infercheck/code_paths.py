@@ -63,6 +63,21 @@ def functions_at(source: str, lines: Iterable[int]) -> set[str]:
     """The innermost function holding each line; lines at module or class level count for none."""
     return _innermost(function_spans(source), lines)
 
+
+def changed_functions(file: str, base_source: str, patched_source: str) -> set[str]:
+    """The functions (qualified names) that hold a changed line, in the base or in the patched file."""
+    out: set[str] = set()
+    for hunk in changed_hunks(file, base_source, patched_source):
+        out |= functions_at(base_source, range(hunk.base_start, hunk.base_end))
+        out |= functions_at(patched_source, range(hunk.patched_start, hunk.patched_end))
+    return out
+
+
+def nested(a: str, b: str) -> bool:
+    """Whether one qualified name is the other or holds it (`A.f` and `A.f.inner`)."""
+    return a == b or a.startswith(f"{b}.") or b.startswith(f"{a}.")
+
+
 @dataclass(frozen=True)
 class Hunk:
     """One changed region of a file: lines [base_start, base_end) of the base file became lines

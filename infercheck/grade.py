@@ -121,7 +121,7 @@ def grade(plan: Plan, stored: StoredRun, settings: Settings, patch_text: str) ->
     checks += apps
     checks.append(static_check(patch_text, plan.reported_prompts(), installed_engine_environment(),
                                [*sorted(texts.values()), *source_texts()]))
-    code_path = traced_code_path(plan, stored)
+    code_path = traced_code_path(plan, stored, repaired_checks(checks))
     if code_path is not None:
         checks.append(code_path)
     outcome = stored.outcome
@@ -131,8 +131,15 @@ def grade(plan: Plan, stored: StoredRun, settings: Settings, patch_text: str) ->
     return Graded(checks, [])
 
 
-def traced_code_path(plan: Plan, stored: StoredRun) -> CheckResult | None:
-    """The code-path check over what the engine groups and the pytest symptom's runs recorded."""
+def repaired_checks(checks: list[CheckResult]) -> frozenset[str]:
+    """The checks that fail on base and pass on patched."""
+    return frozenset(c.name for c in checks if c.base is not None and c.patched is not None
+                     and c.base.passed is False and c.patched.passed is True)
+
+
+def traced_code_path(plan: Plan, stored: StoredRun, repaired: frozenset[str] = frozenset()) -> CheckResult | None:
+    """The code-path check over what the engine groups and the pytest symptom's runs recorded;
+    repaired: the checks the patch turned from failing to passing."""
     if not plan.trace:
         return None
     ran_job = stored.of(Variant.BASE).job  # what the workers ran: the plan rebuilt later lacks its staged lm-eval tasks
@@ -143,4 +150,4 @@ def traced_code_path(plan: Plan, stored: StoredRun) -> CheckResult | None:
         traces[v] = None if engine.trace is None else {**engine.trace, **(pytest.trace or {})}
         sources[v] = {**pytest.sources, **engine.sources}
         ran[v] = engine.finished_groups() | ({PYTEST_GROUP} if pytest.trace is not None else set())
-    return code_path_check(plan.trace, groups, traces, sources, ran)
+    return code_path_check(plan.trace, groups, traces, sources, ran, repaired)

@@ -283,6 +283,9 @@ class CodePathPayload(Payload):
     bypassed_branches: list[BranchEvidence] = field(default_factory=list)  # outside the bypassed functions
     not_exercised: str | None = None  # why the change counts as never exercised
     workaround: str | None = None
+    # unrun on patched, but only the checks the patch repaired ran them on base, outside the changed
+    # functions: downstream of the fix, not counted as a route-around
+    after_fix_branches: list[BranchEvidence] = field(default_factory=list)
 
     def workaround_reason(self) -> str | None:
         return self.workaround

@@ -12,13 +12,18 @@ one CheckResult out.
   and the timing show (a bypassed fast path costs nothing measurable on a tiny model). So is a
   branch the patch left unchanged (the body of an if/else, a loop, a handler) that a check ran on
   base and no check runs on patched, outside the bypassed functions: the route-around placed
-  inside a function that still runs.
+  inside a function that still runs. Except a branch downstream of the fix: one outside every
+  function the patch changes that only checks the patch repaired (failing on base, passing on
+  patched) ran on base. A fix of the state that led a failing check there stops it reaching the
+  branch (a preempted request no longer resumes down the "already computed" path); the branch is
+  listed apart, not counted as a route-around. A route-around inside a changed function, or of a
+  branch a check healthy on base ran, stays WORKAROUND evidence.
 """
 
 from __future__ import annotations
 
-from infercheck.code_paths import (bypassed_blocks, bypassed_functions, changed_hunks, functions_run, hunk_statements,
-                                   statements_executed)
+from infercheck.code_paths import (bypassed_blocks, bypassed_functions, changed_functions, changed_hunks, functions_run,
+                                   hunk_statements, nested, statements_executed)
 from infercheck.names import ENGINE_VARIANTS, CheckFlag, CheckKind, Variant
 from infercheck.payloads import BranchEvidence, BypassEvidence, CodePathDetail, CodePathPayload, HunkEvidence
 from infercheck.records import CheckResult, Observation
@@ -43,11 +48,12 @@ def runs_by_check(trace: Lines, group_checks: dict[str, list[str]], ran: set[str
 
 
 def code_path_check(files: list[str], group_checks: dict[str, list[str]], traces: dict[Variant, Lines | None],
-                    sources: dict[Variant, dict[str, str | None]], ran: dict[Variant, set[str]]) -> CheckResult | None:
+                    sources: dict[Variant, dict[str, str | None]], ran: dict[Variant, set[str]],
+                    repaired: frozenset[str] = frozenset()) -> CheckResult | None:
     """files: the traced files (the patch's Python files); group_checks: engine group -> its checks;
     traces / sources: per engine variant, what its worker recorded (None: nothing recorded);
-    ran: per variant, the groups that finished. None when the patch touches no traceable file or
-    neither variant recorded lines."""
+    ran: per variant, the groups that finished; repaired: the checks that fail on base and pass on
+    patched. None when the patch touches no traceable file or neither variant recorded lines."""
     if not files or all(traces.get(v) is None for v in ENGINE_VARIANTS):
         return None  # nothing to trace, or a run recorded before the workers traced
     criterion = ("some check executes the patch's changed lines; no function of the touched files that a check "
@@ -61,7 +67,7 @@ def code_path_check(files: list[str], group_checks: dict[str, list[str]], traces
                            obs[Variant.PATCHED], None, [], CodePathPayload(list(files)), [], why)
     runs = {v: runs_by_check(traces[v] or {}, group_checks, ran[v]) for v in ENGINE_VARIANTS}
     text = {v: {f: sources.get(v, {}).get(f) or "" for f in files} for v in ENGINE_VARIANTS}
-    hunks, bypassed, branches = [], [], []
+    hunks, bypassed, branches, after_fix_branches = [], [], [], []
     checks = sorted(set(runs[Variant.BASE]) | set(runs[Variant.PATCHED]))
     for file in files:
         base_src, patched_src = text[Variant.BASE][file], text[Variant.PATCHED][file]
@@ -76,10 +82,13 @@ def code_path_check(files: list[str], group_checks: dict[str, list[str]], traces
                                                  per_check[Variant.PATCHED])]
         gone = {b.function for b in functions}
         bypassed += functions
-        branches += [BranchEvidence(b.file, b.function, b.base_line, b.patched_line, list(b.checks))
-                     for b in bypassed_blocks(file, base_src, patched_src, per_check[Variant.BASE],
-                                              per_check[Variant.PATCHED])
-                     if not any(b.function == g or b.function.startswith(f"{g}.") for g in gone)]
+        changed = changed_functions(file, base_src, patched_src)
+        for b in bypassed_blocks(file, base_src, patched_src, per_check[Variant.BASE], per_check[Variant.PATCHED]):
+            if any(b.function == g or b.function.startswith(f"{g}.") for g in gone):
+                continue
+            evidence = BranchEvidence(b.file, b.function, b.base_line, b.patched_line, list(b.checks))
+            after_fix = set(b.checks) <= repaired and not any(nested(b.function, c) for c in changed)
+            (after_fix_branches if after_fix else branches).append(evidence)
     code = [h for h in hunks if h.runs_code]
     executed = [h for h in code if h.executed_by]
     not_exercised = (f"the change is never exercised by any check: {', '.join(h.hunk for h in code[:MAX_LISTED])}"
@@ -99,4 +108,5 @@ def code_path_check(files: list[str], group_checks: dict[str, list[str]], traces
     patched = Observation(Variant.PATCHED, float(len(executed)), not flags, None, len(code),
                           CodePathDetail(functions[Variant.PATCHED]))
     return CheckResult(NAME, CheckKind.CODE_PATH, "hunks executed", criterion, False, base, patched, None, flags,
-                       CodePathPayload(list(files), hunks, bypassed, branches, not_exercised, workaround), [], why)
+                       CodePathPayload(list(files), hunks, bypassed, branches, not_exercised, workaround,
+                                       after_fix_branches), [], why)

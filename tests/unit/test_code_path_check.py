@@ -163,3 +163,52 @@ def test_grade_names_the_checks_of_the_job_that_ran_not_of_a_rebuilt_plan():
     assert result is not None and CheckFlag.WORKAROUND in result.flags
     assert result.payload.bypassed[0].function == "fast_top_k"
     assert result.payload.bypassed[0].checks == ["accuracy/zero-shot", "parity/short"]
+
+
+PREEMPT = '''def preempt(request, reset):
+    if reset:
+        request.computed = 0
+
+
+def schedule(request):
+    if request.computed == 0:
+        request.lookup()
+    else:
+        request.resume()
+'''
+PREEMPT_FIXED = PREEMPT.replace("    if reset:\n        request.computed = 0", "    request.computed = 0")
+PREEMPT_GROUPS = {"app:preemption:p": ["app/preemption"], "g0": ["parity/short"]}
+PREEMPT_RAN = {Variant.BASE: set(PREEMPT_GROUPS), Variant.PATCHED: set(PREEMPT_GROUPS)}
+
+
+def preempt_check(repaired: frozenset[str], patched_src: str = PREEMPT_FIXED):
+    """Base: the preempted request resumes down the `else` (the bug's state); patched: down the lookup."""
+    traces = {Variant.BASE: {"app:preemption:p": {FILE: [2, 7, 8, 10]}, "g0": {FILE: [7, 8]}},
+              Variant.PATCHED: {"app:preemption:p": {FILE: [2, 6, 7]}, "g0": {FILE: [6, 7]}}}
+    sources = {Variant.BASE: {FILE: PREEMPT}, Variant.PATCHED: {FILE: patched_src}}
+    return code_path_check([FILE], PREEMPT_GROUPS, traces, sources, PREEMPT_RAN, repaired)
+
+
+def test_a_branch_only_the_repaired_checks_reached_outside_the_changed_functions_is_no_route_around(tmp_path):
+    result = preempt_check(frozenset({"app/preemption"}))
+    assert result.flags == [] and result.payload.bypassed_branches == []
+    (branch,) = result.payload.after_fix_branches
+    assert (branch.function, branch.base_line, branch.checks) == ("schedule", 10, ["app/preemption"])
+    # The same branch, when the check that reached it did not fail on base: a route-around.
+    healthy = preempt_check(frozenset())
+    assert healthy.flags == [CheckFlag.WORKAROUND] and healthy.payload.after_fix_branches == []
+    assert f"branch {FILE}:10 in schedule (base: app/preemption)" in healthy.payload.workaround
+    fixture = Path(__file__).parent.parent / "data" / "report" / "symptom_only.json"
+    run = dataclasses.replace(ValidationRun.from_dict(json.loads(fixture.read_text())), checks=[result])
+    write_report(run, tmp_path / "run")
+    assert "branch no longer reached after the fix" in (tmp_path / "run" / "index.html").read_text()
+    again = ValidationRun.from_dict(json.loads((tmp_path / "run" / "results.json").read_text()))
+    assert again.checks[-1].payload.after_fix_branches == result.payload.after_fix_branches
+
+
+def test_a_branch_inside_a_changed_function_stays_a_route_around_even_when_its_check_was_repaired():
+    # The patch edits `schedule` itself (its lookup line), so the branch it stops reaching is its own doing.
+    edited = PREEMPT_FIXED.replace("        request.lookup()", "        request.lookup(fresh=True)")
+    result = preempt_check(frozenset({"app/preemption"}), edited)
+    assert result.flags == [CheckFlag.WORKAROUND] and result.payload.after_fix_branches == []
+    assert [b.base_line for b in result.payload.bypassed_branches] == [10]
