@@ -21,6 +21,7 @@ from typing import Callable
 from infercheck.build.engine_env import EngineEnv
 from infercheck.device import detect_device
 from infercheck.paths import REPO_ROOT, cache_dir, reports_dir
+from infercheck.run import engine_state
 from infercheck.run.lifeline import Lifeline
 import infercheck.run.sandbox as sandbox
 from infercheck.run.sandbox import (Containment, limit_resources, plan_containment, private_environ, worker_status,
@@ -105,6 +106,7 @@ def launch(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float = DEFAULT_T
         (out_dir / stale).unlink(missing_ok=True)
     containment = replace(containment_for(job, timeout_s), cpus=env.cpus)
     environ = private_environ(env.environ(), out_dir)
+    engine_state.seed(out_dir)
     view = worker_view(job, env, out_dir, environ)
     if isinstance(view, WorkerView):
         containment = replace(containment, view=view.as_record(), notes=(*containment.notes, *view.notes))
@@ -124,6 +126,7 @@ def launch(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float = DEFAULT_T
         returncode = run_contained(cmd, environ, out_dir, containment, timeout_s, watch)
     finally:
         (out_dir / CONTAINMENT).write_text(json.dumps(containment.as_record()))
+    engine_state.keep(env.name, out_dir)
     return classify(env.name, out_dir, returncode, round(time.time() - started, 3), timeout_s)
 
 

@@ -15,6 +15,7 @@ from infercheck.device import detect_device
 from infercheck.paths import MODELS_DIR, REPO_ROOT, cache_dir
 from infercheck.run.job import Job, STDERR, STDOUT
 from infercheck.run.launcher import CONTAINMENT, HARNESS_CODE, covered_folders, run_contained
+from infercheck.run import engine_state
 from infercheck.run.sandbox import namespaces_refused, plan_containment, private_environ, wrap_command
 from infercheck.run.store import PytestOutcome
 from infercheck.run.view import WorkerView, neutral_environ, plan_view
@@ -84,6 +85,7 @@ def run_pytest_contained(place: PytestPlace, env: EngineEnv, out_dir: Path, time
     containment = replace(plan_containment(detect_device(), timeout_s, [REPO_ROOT, cache_dir()], needs_network=False),
                           cpus=env.cpus)
     environ = private_environ(env.environ(), out_dir)
+    engine_state.seed(out_dir)
     view = pytest_view(place, env, out_dir, environ)
     if isinstance(view, WorkerView):
         args = ["--", "-q", "-p", "no:cacheprovider", f"--junitxml={view.out_dir()}/{JUNIT}", *pytest_args]
@@ -104,6 +106,7 @@ def run_pytest_contained(place: PytestPlace, env: EngineEnv, out_dir: Path, time
         returncode = run_contained(cmd, environ, out_dir, containment, timeout_s, cwd=cwd)
     finally:
         (out_dir / CONTAINMENT).write_text(json.dumps(containment.as_record()))
+    engine_state.keep(env.name, out_dir)
     log = "".join((out_dir / name).read_text(errors="replace") for name in (STDOUT, STDERR) if (out_dir / name).is_file())
     (out_dir / PYTEST_LOG).write_text(log)
     return returncode, log

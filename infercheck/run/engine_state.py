@@ -1,0 +1,56 @@
+"""vLLM's model-info cache, carried between workers (docs/engine-notes.md, "Running it").
+
+Before it builds its first engine, vLLM inspects the model class in a subprocess that imports the
+engine again (~10 s on this machine) unless `$VLLM_CACHE_ROOT/modelinfos/<class>.json` holds an
+entry whose hash matches the model file's bytes. A worker's cache root lies in its private home
+(run/sandbox.py), empty at every start, so every worker paid those 10 s. The harness keeps the
+entries in its own cache and puts them into each worker's private home before it starts.
+
+Only workers of engines the user trusts write entries back (base, unmodified, installed): the
+candidate's worker reads them but what it writes is dropped, so a patch cannot plant an entry a
+later base would read (vLLM checks the file's hash, not the entry's content). An entry is a few
+hundred bytes of model capabilities; it changes no output.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from infercheck.paths import cache_dir
+
+# Where vLLM writes them under a worker's private home (XDG_CACHE_HOME = home/.cache, run/sandbox.py).
+IN_HOME = Path("home") / ".cache" / "vllm" / "modelinfos"
+UNTRUSTED = frozenset({"patched"})  # the candidate's engine (build/variants.py)
+
+
+def store() -> Path:
+    return cache_dir() / "engine-state" / "modelinfos"
+
+
+def seed(out_dir: Path) -> int:
+    """Copy the kept entries into the worker's private home; how many."""
+    kept = sorted(store().glob("*.json")) if store().is_dir() else []
+    if kept:
+        target = out_dir / IN_HOME
+        target.mkdir(parents=True, exist_ok=True)
+        for entry in kept:
+            shutil.copyfile(entry, target / entry.name)
+    return len(kept)
+
+
+def keep(env_name: str, out_dir: Path) -> int:
+    """After a trusted worker: keep the entries it wrote (tmp then rename: a reader never sees half
+    a file); how many. A candidate's worker keeps nothing."""
+    written = out_dir / IN_HOME
+    if env_name in UNTRUSTED or not written.is_dir():
+        return 0
+    dest = store()
+    dest.mkdir(parents=True, exist_ok=True)
+    count = 0
+    for entry in sorted(written.glob("*.json")):
+        tmp = dest / f".{entry.name}.tmp"
+        shutil.copyfile(entry, tmp)
+        tmp.replace(dest / entry.name)
+        count += 1
+    return count
