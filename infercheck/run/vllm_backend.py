@@ -241,6 +241,10 @@ def run_group(job: Job, group: Group, sink: Sink) -> GroupResult:
     for request in group.requests:
         sampling_params(request)  # bad sampling params are refused before the engine starts
     t0 = time.time()
+    # What is alive now (the engine's modules, earlier groups' survivors) leaves the five full
+    # collections the engine makes while it starts; its shutdown unfreezes and collects everything
+    # (docs/engine-notes.md, "Running it").
+    gc.freeze()
     llm = LLM(model=group.model or job.model, **kwargs)
     startup = time.time() - t0
     runner = GroupRunner(llm, group, sink)
