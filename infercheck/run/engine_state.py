@@ -14,7 +14,9 @@ hundred bytes of model capabilities; it changes no output.
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 from infercheck.paths import cache_dir
@@ -31,11 +33,14 @@ def store() -> Path:
 def seed(out_dir: Path) -> int:
     """Copy the kept entries into the worker's private home; how many."""
     kept = sorted(store().glob("*.json")) if store().is_dir() else []
-    if kept:
-        target = out_dir / IN_HOME
-        target.mkdir(parents=True, exist_ok=True)
+    target = out_dir / IN_HOME
+    try:
+        if kept:
+            target.mkdir(parents=True, exist_ok=True)
         for entry in kept:
             shutil.copyfile(entry, target / entry.name)
+    except OSError:
+        return 0  # only time is lost: vLLM inspects the model itself
     return len(kept)
 
 
@@ -46,11 +51,16 @@ def keep(env_name: str, out_dir: Path) -> int:
     if env_name in UNTRUSTED or not written.is_dir():
         return 0
     dest = store()
-    dest.mkdir(parents=True, exist_ok=True)
     count = 0
-    for entry in sorted(written.glob("*.json")):
-        tmp = dest / f".{entry.name}.tmp"
-        shutil.copyfile(entry, tmp)
-        tmp.replace(dest / entry.name)
-        count += 1
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        for entry in sorted(written.glob("*.json")):
+            # a temporary name of this process's own: two workers ending at once never share one
+            handle, tmp = tempfile.mkstemp(dir=dest, prefix=f".{entry.name}.", suffix=".tmp")
+            os.close(handle)
+            shutil.copyfile(entry, tmp)
+            os.replace(tmp, dest / entry.name)
+            count += 1
+    except OSError:
+        pass  # an entry not kept costs a later worker time, never a result
     return count

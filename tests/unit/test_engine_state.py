@@ -39,3 +39,11 @@ def test_the_candidates_worker_reads_the_entries_but_never_writes_them_back(tmp_
     assert engine_state.keep("patched", tmp_path / "patched") == 0
     assert sorted(p.name for p in engine_state.store().glob("*.json")) == ["llama.json"]
     assert (engine_state.store() / "llama.json").read_text() == '{"hash": "a"}'
+
+
+def test_a_store_that_cannot_be_written_loses_time_not_the_run(tmp_path: Path):
+    engine_state.store().parent.mkdir(parents=True)
+    engine_state.store().write_text("")  # a file where the folder should be: every write fails
+    written(tmp_path / "base", "llama.json", '{"hash": "a"}')
+    assert engine_state.keep("base", tmp_path / "base") == 0
+    assert engine_state.seed(tmp_path / "next") == 0
