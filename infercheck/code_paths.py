@@ -64,10 +64,10 @@ def functions_at(source: str, lines: Iterable[int]) -> set[str]:
     return _innermost(function_spans(source), lines)
 
 
-def changed_functions(file: str, base_source: str, patched_source: str) -> set[str]:
-    """The functions (qualified names) that hold a changed line, in the base or in the patched file."""
+def changed_functions(hunks: Iterable[Hunk], base_source: str, patched_source: str) -> set[str]:
+    """The functions (qualified names) that hold a line of the hunks, in the base or in the patched file."""
     out: set[str] = set()
-    for hunk in changed_hunks(file, base_source, patched_source):
+    for hunk in hunks:
         out |= functions_at(base_source, range(hunk.base_start, hunk.base_end))
         out |= functions_at(patched_source, range(hunk.patched_start, hunk.patched_end))
     return out

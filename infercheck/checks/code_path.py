@@ -72,7 +72,8 @@ def code_path_check(files: list[str], group_checks: dict[str, list[str]], traces
     for file in files:
         base_src, patched_src = text[Variant.BASE][file], text[Variant.PATCHED][file]
         per_check = {v: {c: r.get(file, set()) for c, r in runs[v].items()} for v in ENGINE_VARIANTS}
-        for hunk in changed_hunks(file, base_src, patched_src):
+        file_hunks = changed_hunks(file, base_src, patched_src)
+        for hunk in file_hunks:
             removed, added = hunk_statements(hunk, base_src, patched_src)
             by = [c for c in checks if statements_executed(removed, added, per_check[Variant.BASE].get(c, set()),
                                                            per_check[Variant.PATCHED].get(c, set()))]
@@ -82,7 +83,7 @@ def code_path_check(files: list[str], group_checks: dict[str, list[str]], traces
                                                  per_check[Variant.PATCHED])]
         gone = {b.function for b in functions}
         bypassed += functions
-        changed = changed_functions(file, base_src, patched_src)
+        changed = changed_functions(file_hunks, base_src, patched_src)
         for b in bypassed_blocks(file, base_src, patched_src, per_check[Variant.BASE], per_check[Variant.PATCHED]):
             if any(b.function == g or b.function.startswith(f"{g}.") for g in gone):
                 continue

@@ -3,11 +3,8 @@ the folder touched; re-rendering from a stored results.json; the index over all 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -20,27 +17,11 @@ from infercheck.report.html import render_index, render_report
 from infercheck.report.junit import render_junit
 from infercheck.report.markdown import render_summary
 from infercheck.report.view import epoch_seconds, verdict_record
+from infercheck.run.store import atomic_write
 
 REPORT_FILES = {"results": "results.json", "verdict": "verdict.json", "junit": "junit.xml",
                 "summary": "summary.md", "html": "index.html"}
 SKIP_DIRS = {"bench"}
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """UTF-8 text via a temp file in the same folder + os.replace: readers see the old file or the
-    new one, never half of one. Mode 0644 (mkstemp's 0600 would hide reports from a web server)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def finite(data: Any) -> Any:

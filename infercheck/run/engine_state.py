@@ -14,12 +14,11 @@ hundred bytes of model capabilities; it changes no output.
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from pathlib import Path
 
 from infercheck.paths import cache_dir
+from infercheck.run.store import atomic_write
 
 # Where vLLM writes them under a worker's private home (XDG_CACHE_HOME = home/.cache, run/sandbox.py).
 IN_HOME = Path("home") / ".cache" / "vllm" / "modelinfos"
@@ -45,8 +44,8 @@ def seed(out_dir: Path) -> int:
 
 
 def keep(env_name: str, out_dir: Path) -> int:
-    """After a trusted worker: keep the entries it wrote (tmp then rename: a reader never sees half
-    a file); how many. A candidate's worker keeps nothing."""
+    """After a trusted worker: keep the entries it wrote (a reader never sees half a file); how
+    many. A candidate's worker keeps nothing."""
     written = out_dir / IN_HOME
     if env_name in UNTRUSTED or not written.is_dir():
         return 0
@@ -55,12 +54,8 @@ def keep(env_name: str, out_dir: Path) -> int:
     try:
         dest.mkdir(parents=True, exist_ok=True)
         for entry in sorted(written.glob("*.json")):
-            # a temporary name of this process's own: two workers ending at once never share one
-            handle, tmp = tempfile.mkstemp(dir=dest, prefix=f".{entry.name}.", suffix=".tmp")
-            os.close(handle)
-            shutil.copyfile(entry, tmp)
-            os.replace(tmp, dest / entry.name)
+            atomic_write(dest / entry.name, entry.read_text(encoding="utf-8"))  # a temp name per writer
             count += 1
-    except OSError:
+    except (OSError, UnicodeDecodeError):
         pass  # an entry not kept costs a later worker time, never a result
     return count

@@ -8,6 +8,7 @@ lm_eval.jsonl). `load_stored` reads the whole folder into one StoredRun.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -26,6 +27,23 @@ OUTCOME = "outcome.json"
 REFERENCE_EVAL = "reference-eval"
 ENGINE_TESTS_JUNIT = "junit.xml"  # pytest's per-test report in an engine-tests folder (run/pytest_runner.py JUNIT)
 ENGINE_TEST_SELECTION = "engine-tests.json"  # in runs/: the engine tests selected, and why (engine_test_selection.py)
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """UTF-8 text via a temp file in the same folder + os.replace: readers see the old file or the
+    new one, never half of one. Mode 0644 (mkstemp's 0600 would hide reports from a web server)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def pytest_folder(variant: str) -> str:
