@@ -3,8 +3,9 @@
 
 Base and patched (the same engine job) first; once base ran, the pytest symptom in both envs, the
 engine's own tests of the touched modules (unmodified, then base and patched) and the HF reference's
-lm-eval tasks; each variant's reference re-scoring once that variant ran (patched's after base's:
-what both generated alike is scored once and read from the cache). Workers queue for slots
+lm-eval tasks, and the noise floor (the unmodified engine on the parity workloads, then its reference
+scoring; checks/noise_floor.py); each variant's reference re-scoring once that variant ran (patched's
+after base's: what both generated alike is scored once and read from the cache). Workers queue for slots
 in that order, so with one slot (`--jobs 1`) they run one after another as listed. A worker that
 fails stops what has not started yet (nothing after it could be judged); how each worker ended is
 saved as `runs/outcome.json` (infercheck/run/store.py), in the order above whatever order they
@@ -30,13 +31,13 @@ from infercheck.names import ENGINE_VARIANTS, SymptomKind, Variant
 from infercheck.options import ValidateOptions
 from infercheck.engine_test_tree import engine_test_tree
 from infercheck.neighbours import select_engine_tests
-from infercheck.plan import EngineTestsPlan, Plan, engine_job, reference_eval_job, reference_job
+from infercheck.plan import ALONE, EngineTestsPlan, Plan, engine_job, floor_job, reference_eval_job, reference_job
 from infercheck.run.cache import launch_cached, run_pytest_cached
 from infercheck.run.engine_tests import run_engine_tests_cached
 from infercheck.run.job import Job
 from infercheck.run.launcher import WorkerRun
 from infercheck.run.slots import Placement, SlotPool
-from infercheck.run.store import (ENGINE_TEST_SELECTION, REFERENCE_EVAL, UNMODIFIED, RunOutcome, WorkerOutcome,
+from infercheck.run.store import (ENGINE_TEST_SELECTION, FLOOR, REFERENCE_EVAL, UNMODIFIED, RunOutcome, WorkerOutcome,
                                   engine_tests_folder, pytest_folder, reference_worker)
 
 ENGINE_TESTS_TIMEOUT_S = 300.0  # one env's run of the selected engine tests (target: under 60 s)
@@ -214,6 +215,10 @@ def run_workers(plan: Plan, variants: Variants, patched: EngineEnv, runner: Runn
             envs_for_tests = {UNMODIFIED: variants.unmodified, **envs}
             tasks.append(after(Variant.BASE, lambda: run_engine_test_stage(plan.engine_tests, variants.tree,
                                                                             envs_for_tests, runner, outcome)))
+        floor = floor_job(plan)
+        if floor is not None and variants.unmodified is not None:
+            unmodified = variants.unmodified
+            tasks.append(after(Variant.BASE, lambda: run_floor(plan, floor, unmodified, reference_env, runner, outcome)))
         eval_job = reference_eval_job(plan)
         if eval_job is not None:
             tasks.append(after(Variant.BASE, lambda: runner.run(eval_job, replace(reference_env, name=REFERENCE_EVAL),
@@ -257,10 +262,28 @@ def run_reference(plan: Plan, variant: Variant, engine: WorkerRun, reference_env
     runner.run(ref_job, replace(reference_env, name=name), name, outcome)
 
 
+def run_floor(plan: Plan, job: Job, unmodified: EngineEnv, reference_env: EngineEnv, runner: Runner,
+              outcome: RunOutcome) -> None:
+    """The noise floor (checks/noise_floor.py): the unmodified engine on the parity workloads in two
+    batch compositions, then the reference re-scoring the batched one. A floor that fails leaves the
+    table's tolerances (the report says why); it never stops the run's other workers."""
+    def measured(job: Job, env: EngineEnv, name: str) -> WorkerRun | None:
+        try:
+            return runner.run_worker(job, replace(env, name=name), name, outcome, runner.place)
+        except Skipped:
+            return None
+    run = measured(job, unmodified, FLOOR)
+    if run is not None and run.ok:
+        batched = [r for r in run.results() if not r.group.endswith(ALONE)]
+        ref_job, _ = reference_job(plan, batched)
+        measured(ref_job, reference_env, reference_worker(FLOOR))
+
+
 def in_order(outcome: RunOutcome) -> None:
     """The outcome's records in the order the workers are listed (module docstring), not the order
     they finished in: the same run reads the same whatever the slots."""
-    workers = [*ENGINE_VARIANTS, *(reference_worker(v) for v in ENGINE_VARIANTS), REFERENCE_EVAL]
+    workers = [*ENGINE_VARIANTS, *(reference_worker(v) for v in ENGINE_VARIANTS), REFERENCE_EVAL, FLOOR,
+               reference_worker(FLOOR)]
     for records, order in ((outcome.workers, workers), (outcome.pytest, list(ENGINE_VARIANTS)),
                            (outcome.engine_tests, [UNMODIFIED, *ENGINE_VARIANTS])):
         ordered = sorted(records.items(), key=lambda item: order.index(item[0]) if item[0] in order else len(order))

@@ -5,7 +5,7 @@ so `infercheck regrade RUN_DIR` redoes this stage (and verdict and report) from 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from infercheck.app_ids import app_of, bare_name
 from infercheck.build.engine_environment import installed_engine_environment
@@ -13,6 +13,7 @@ from infercheck.checks.accuracy import accuracy_check, per_sample
 from infercheck.checks.app_check import app_check
 from infercheck.checks.code_path import code_path_check
 from infercheck.checks.engine_tests import engine_tests_check
+from infercheck.checks.noise_floor import FloorSettings, Tolerance, measure, tolerance
 from infercheck.checks.parity_check import parity_check
 from infercheck.checks.signals import machine_drift, runtime_of
 from infercheck.checks.static_signals import static_check
@@ -20,10 +21,10 @@ from infercheck.prompts import source_texts
 from infercheck.checks.symptom import NAME as SYMPTOM_CHECK
 from infercheck.checks.symptom import app_symptom_check, symptom_check
 from infercheck.names import ENGINE_VARIANTS, CheckKind, Stage, SymptomKind, Variant, error_code
-from infercheck.plan import SYMPTOM, Plan, engine_job, group_checks, reference_job
+from infercheck.plan import ALONE, SYMPTOM, Plan, engine_job, group_checks, parity_workloads, reference_job
 from infercheck.records import CheckResult, Flag
 from infercheck.run.job import PYTEST_GROUP, RequestResult
-from infercheck.run.store import REFERENCE_EVAL, StoredRun, pytest_folder, reference_worker
+from infercheck.run.store import FLOOR, REFERENCE_EVAL, StoredRun, pytest_folder, reference_worker
 
 
 @dataclass
@@ -34,10 +35,12 @@ class Graded:
 
 @dataclass(frozen=True)
 class Settings:
-    """What grading is judged against: the dtype's tolerances and the workaround-signal settings."""
+    """What grading is judged against: the dtype's tolerances, the workaround-signal settings and how
+    parity thresholds follow from a measured noise floor (None: the table alone)."""
 
     profile: dict[str, float]
     signals: dict[str, float]
+    floor: FloorSettings | None = None
 
 
 def run_errors(stored: StoredRun) -> list[Flag]:
@@ -100,6 +103,8 @@ def grade(plan: Plan, stored: StoredRun, settings: Settings, patch_text: str) ->
     affected = set(plan.symptom.affected) if plan.symptom and plan.symptom.affected else None
     is_affected = lambda name: affected is None or name in affected  # noqa: E731
     checks: list[CheckResult] = []
+    tolerances = floor_tolerances(plan, stored, settings)
+    table = tolerance(settings.profile, None, settings.floor)
     apps = app_checks(plan, stored, engine, refs, settings)
     symptom = plan.symptom
     if symptom is not None and symptom.kind == SymptomKind.APP:
@@ -107,10 +112,10 @@ def grade(plan: Plan, stored: StoredRun, settings: Settings, patch_text: str) ->
     elif symptom is not None:
         only = {v: [r for r in engine[v] if r.id.startswith(SYMPTOM + "#")] for v in ENGINE_VARIANTS}
         pytest = {Variant(v): o for v, o in stored.outcome.pytest.items()}
-        checks.append(symptom_check(symptom, only, refs, prompts, settings.profile, pytest))
+        checks.append(symptom_check(symptom, only, refs, prompts, tolerances.get(SYMPTOM, table), pytest))
     for suite in plan.parity_suites():
         mine = {v: [r for r in engine[v] if r.id.startswith(suite.name + "#")] for v in ENGINE_VARIANTS}
-        checks.append(parity_check(suite.name, CheckKind.PARITY, mine, refs, settings.profile,
+        checks.append(parity_check(suite.name, CheckKind.PARITY, mine, refs, tolerances.get(suite.name, table),
                                    is_affected(suite.name), texts, suite.description))
     rows = {Variant.BASE: stored.of(Variant.BASE).lm_eval, Variant.PATCHED: stored.of(Variant.PATCHED).lm_eval,
             Variant.REFERENCE: stored.of(REFERENCE_EVAL).lm_eval}
@@ -129,6 +134,31 @@ def grade(plan: Plan, stored: StoredRun, settings: Settings, patch_text: str) ->
         checks.append(engine_tests_check(stored.engine_test_selection, outcome.engine_tests, stored.engine_tests,
                                          outcome.engine_tests_note))
     return Graded(checks, [])
+
+
+def floor_tolerances(plan: Plan, stored: StoredRun, settings: Settings) -> dict[str, Tolerance]:
+    """Parity workload -> the tolerance its check is judged against (checks/noise_floor.py), from the
+    floor run's stored rows; where there is no floor, why, in each tolerance's note."""
+    floor, scored = stored.outcome.workers.get(FLOOR), stored.outcome.workers.get(reference_worker(FLOOR))
+    missing = ("no floor run recorded (a run from before the noise floor)" if floor is None
+               else f"the floor run failed ({floor.error})" if not floor.ok
+               else "the floor's reference scoring did not run" if scored is None
+               else f"the floor's reference scoring failed ({scored.error})" if not scored.ok else "")
+    results = stored.of(FLOOR).results if not missing else []
+    batched = [r for r in results if not r.group.endswith(ALONE)]
+    alone = [replace(r, id=r.id.removesuffix(ALONE)) for r in results if r.group.endswith(ALONE)]
+    refs: dict[str, RequestResult] = {}
+    if batched:
+        _, id_map = reference_job(plan, batched)
+        by_id = {r.id: r for r in stored.of(reference_worker(FLOOR)).results}
+        refs = {eid: by_id[rid] for eid, rid in id_map.items() if rid in by_id}
+    out = {}
+    for name in parity_workloads(plan):
+        of = lambda rows: [r for r in rows if r.id.startswith(name + "#")]  # noqa: E731
+        measured = measure(name, of(batched), of(alone), refs, settings.profile["near_tie"]) if not missing else None
+        out[name] = tolerance(settings.profile, measured, settings.floor,
+                              missing or "the floor run holds no comparable positions of this workload")
+    return out
 
 
 def repaired_checks(checks: list[CheckResult]) -> frozenset[str]:

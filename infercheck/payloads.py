@@ -80,7 +80,10 @@ class ParityDetail(Detail):
 
 @dataclass
 class ParityPayload(Payload):
-    profile: dict[str, float]  # the tolerance profile judged against
+    profile: dict[str, float]  # the thresholds judged against
+    table: dict[str, float] = field(default_factory=dict)  # the dtype's table values (empty: a run from before the floor)
+    floor: dict[str, float] = field(default_factory=dict)  # metric -> the measured noise floor; empty: none measured
+    floor_note: str = ""  # how the floor was measured, or why there is none (checks/noise_floor.py)
 
 
 # ---- accuracy ----------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -23,7 +23,7 @@ from infercheck.draw import Draw
 from infercheck.checks.comparators import (needs_continuations, needs_full_distributions, needs_processing,
                                            needs_prompt_scoring, needs_reference)
 from infercheck.intake import Intake
-from infercheck.names import PROMPTLESS_SYMPTOMS, SuiteKind
+from infercheck.names import PROMPTLESS_SYMPTOMS, SuiteKind, SymptomKind
 from infercheck.paths import SUITES_DIR
 from infercheck.prompts import Prompt, build_prompts
 from infercheck.run.job import ENGINE_PACKAGE, Group, Job, LmEvalTask, Request, RequestResult
@@ -189,6 +189,32 @@ def engine_job(plan: Plan, backend: str = "vllm") -> Job:
             group.requests.extend(app_set.requests)
     return Job(backend, plan.model, plan.dtype, [*groups.values(), *app_groups.values()],
                trace=[ENGINE_PACKAGE] if plan.trace else [], sources=list(plan.trace))
+
+
+ALONE = ":alone"  # suffix of a noise-floor group (and its request ids) run one at a time, in reverse order
+
+
+def parity_workloads(plan: Plan) -> list[str]:
+    """The workloads judged by teacher-forced parity: the parity suites, and a parity symptom."""
+    names = [s.name for s in plan.parity_suites()]
+    if plan.symptom is not None and plan.symptom.kind == SymptomKind.PARITY:
+        names.append(SYMPTOM)
+    return names
+
+
+def floor_job(plan: Plan, backend: str = "vllm") -> Job | None:
+    """The noise-floor job (checks/noise_floor.py), run on the unmodified engine: each engine group's
+    parity requests as the engine job batches them, and again alone (`max_num_seqs` 1) in reverse
+    order, so the floor holds the batch-composition noise too. None: no parity workload."""
+    wanted = set(parity_workloads(plan))
+    groups = []
+    for group in engine_job(plan, backend).groups:
+        requests = [r for r in group.requests if not group.isolated and r.id.split("#", 1)[0] in wanted]
+        if requests:
+            groups.append(Group(group.name, group.engine_args, requests))
+            groups.append(Group(group.name + ALONE, {**group.engine_args, "max_num_seqs": 1},
+                                [replace(r, id=r.id + ALONE) for r in requests[::-1]]))
+    return Job(backend, plan.model, plan.dtype, groups) if groups else None
 
 
 def group_checks(job: Job) -> dict[str, list[str]]:

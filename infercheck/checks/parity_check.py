@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from infercheck.checks.noise_floor import Tolerance
 from infercheck.checks.parity import RequestParity, parity_stats, position_series, teacher_forced, within_tolerance
 from infercheck.names import ENGINE_VARIANTS, CheckFlag, CheckKind, Variant
 from infercheck.payloads import ParityDetail, ParityPayload, ReferenceDetail
@@ -11,10 +12,11 @@ from infercheck.run.job import RequestResult
 MAX_EXAMPLES = 3
 
 
-def criterion_text(profile: dict[str, float]) -> str:
-    return (f"teacher-forced vs reference: max KL <= {profile['max_kl']:g}, mean KL <= {profile['mean_kl']:g}, "
-            f"max |Δlogprob| <= {profile['max_abs_dlogprob']:g}, top-1 agreement >= {profile['min_top1']:g} "
-            f"(near ties within {profile['near_tie']:g} nats allowed)")
+def criterion_text(profile: dict[str, float], floored: bool = False) -> str:
+    source = " (thresholds from the measured noise floor: see Tolerances)" if floored else ""
+    return (f"teacher-forced vs reference: max KL <= {profile['max_kl']:.3g}, mean KL <= {profile['mean_kl']:.3g}, "
+            f"max |Δlogprob| <= {profile['max_abs_dlogprob']:.3g}, top-1 agreement >= {profile['min_top1']:g} "
+            f"(near ties within {profile['near_tie']:g} nats allowed){source}")
 
 
 def observe(variant: Variant, rows: list[RequestParity], profile: dict[str, float]) -> Observation:
@@ -50,9 +52,11 @@ def divergence_examples(variant: str, rows: list[RequestParity], results: dict[s
 
 
 def parity_check(name: str, kind: CheckKind, engine: dict[str, list[RequestResult]],
-                 references: dict[str, dict[str, RequestResult]], profile: dict[str, float], affected: bool,
+                 references: dict[str, dict[str, RequestResult]], tolerance: Tolerance, affected: bool,
                  prompts: dict[str, str], why: str = "") -> CheckResult:
-    """engine: variant -> results; references: variant -> {engine request id: reference scoring}."""
+    """engine: variant -> results; references: variant -> {engine request id: reference scoring};
+    judged against `tolerance.profile` (checks/noise_floor.py: the table's, or from a measured floor)."""
+    profile = tolerance.profile
     observations, examples = {}, []
     for variant in ENGINE_VARIANTS:
         rows = teacher_forced(engine[variant], references[variant], profile["near_tie"])
@@ -67,5 +71,6 @@ def parity_check(name: str, kind: CheckKind, engine: dict[str, list[RequestResul
         flags.append(CheckFlag.NOT_RESTORED)
     reference = Observation(Variant.REFERENCE, 0.0, True, None, patched.n,
                             ReferenceDetail("HF transformers float32, ground truth"))
-    return CheckResult(name, kind, "max_kl", criterion_text(profile), affected, base, patched, reference, flags,
-                       ParityPayload(dict(profile)), examples, why)
+    payload = ParityPayload(dict(profile), dict(tolerance.table), dict(tolerance.floor), tolerance.note)
+    return CheckResult(name, kind, "max_kl", criterion_text(profile, bool(tolerance.floor)), affected, base, patched,
+                       reference, flags, payload, examples, why)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from infercheck.checks.noise_floor import Tolerance
 from infercheck.checks.parity_check import parity_check
 from infercheck.checks.stats import wilson_interval
 from infercheck.names import ENGINE_VARIANTS, CheckFlag, CheckKind, SymptomKind, Variant
@@ -68,10 +69,10 @@ def symptom_flags(base: Observation, patched: Observation) -> list[CheckFlag]:
 
 def symptom_check(spec: SymptomSpec, engine: dict[Variant, list[RequestResult]],
                   references: dict[Variant, dict[str, RequestResult]], prompts: dict[str, Prompt],
-                  profile: dict[str, float], pytest_outcomes: dict[Variant, PytestOutcome] | None = None) -> CheckResult:
+                  tolerance: Tolerance, pytest_outcomes: dict[Variant, PytestOutcome] | None = None) -> CheckResult:
     why = f"the reported symptom ({spec.path})"
     if spec.kind == SymptomKind.PARITY:
-        check = parity_check(NAME, CheckKind.SYMPTOM, engine, references, profile, True,
+        check = parity_check(NAME, CheckKind.SYMPTOM, engine, references, tolerance, True,
                              {k: p.text for k, p in prompts.items()}, why)
         check.flags = symptom_flags(check.base, check.patched)
         check.criterion = f"{spec.description}: {check.criterion}"

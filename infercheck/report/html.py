@@ -60,7 +60,8 @@ def _environment() -> Environment:
                        rows=lambda item: dict(view.detail_rows(item)), epoch=view.epoch_seconds, data_v=data_v)
     env.globals.update(VARIANTS=list(Variant), UNDECIDED_FLAGS=UNDECIDED_FLAGS, containment=describe, expected_matches=view.expected_matches,
                        example_columns=example_columns, SECTION_KINDS=SECTION_KINDS, cell_id=cell_id,
-                       measured=labels.measured, counted=labels.counted)
+                       measured=labels.measured, counted=labels.counted,
+                       tolerance_rows=view.tolerance_rows)
     return env
 
 

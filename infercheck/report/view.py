@@ -13,7 +13,8 @@ from typing import Any
 from infercheck.checks.comparators import REGISTRY
 from infercheck.names import APP_LIKE, UNDECIDED_FLAGS, CheckFlag, CheckKind, Variant
 from infercheck.oracle_grid import PLANS
-from infercheck.payloads import (AppDetail, AppPayload, CodePathPayload, Detail, Payload, PositionSeries, RuntimeRecord,
+from infercheck.payloads import (AppDetail, AppPayload, CodePathPayload, Detail, ParityPayload, Payload, PositionSeries,
+                                 RuntimeRecord,
                                  StaticDetail, filled_fields)
 from infercheck.records import CheckResult, Observation, ValidationRun
 
@@ -95,6 +96,39 @@ def detail_rows(item: Detail | Payload | None) -> list[tuple[str, Any]]:
     if item is None:
         return []
     return [(name, value) for name, value in filled_fields(item) if not isinstance(value, PositionSeries)]
+
+
+@dataclass(frozen=True)
+class ToleranceRow:
+    """One parity metric: each engine variant's value beside the floor and the threshold it met."""
+
+    metric: str
+    base: Any
+    patched: Any
+    floor: float | None  # None: no floor measured
+    threshold: float
+    table: float | None  # None: a run from before the floor kept the table apart
+
+
+PARITY_METRICS = (("max_kl", "max KL"), ("mean_kl", "mean KL"), ("max_abs_dlogprob", "max |Δlogprob|"))
+
+
+def tolerance_rows(check: CheckResult) -> tuple[list[ToleranceRow], str]:
+    """A parity check's metrics with floor and threshold (checks/noise_floor.py), and how the floor
+    was had; nothing for another check."""
+    payload = check.payload
+    if not isinstance(payload, ParityPayload):
+        return [], ""
+
+    def value(variant: Variant, metric: str) -> Any:
+        obs = check.observation(variant)
+        if obs is None or obs.detail is None:
+            return None
+        return obs.value if metric == "max_kl" else getattr(obs.detail, metric, None)
+    rows = [ToleranceRow(label, value(Variant.BASE, key), value(Variant.PATCHED, key), payload.floor.get(key),
+                         payload.profile[key], payload.table.get(key))
+            for key, label in PARITY_METRICS if key in payload.profile]
+    return rows, payload.floor_note
 
 
 def check_summary(check: CheckResult) -> dict[str, Any]:

@@ -66,6 +66,7 @@ class PytestOutcome:
 
 
 UNMODIFIED = "unmodified"  # the engine tree without base patches or candidate: which engine tests run here
+FLOOR = "floor"  # the unmodified engine's noise-floor run of the parity workloads (plan.floor_job)
 
 
 def engine_tests_folder(env_label: str) -> str:

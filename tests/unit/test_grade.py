@@ -6,37 +6,23 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-import tarfile
 from pathlib import Path
 
 import pytest
 
 from infercheck.cases import load_case
 from infercheck.errors import InfercheckError
-from infercheck.grade import Settings, grade, run_errors
+from infercheck.grade import run_errors
 from infercheck.intake import intake
 from infercheck.names import CheckFlag, Variant
 from infercheck.options import load_options
 from infercheck.paths import PATCHES_DIR
 from infercheck.pipeline import regrade
-from infercheck.plan import plan_for
 from infercheck.run.store import RunOutcome, StoredRun, WorkerOutcome, load_stored
+from tests.recorded import RUNS, graded, unpack
 
-RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 CASE = load_case(PATCHES_DIR / "processed-logprobs-before-temperature")
 RECORDED = sorted(p.name.removesuffix(".tar.xz") for p in RUNS.glob("*.tar.xz"))
-
-
-def unpack(name: str, into: Path) -> Path:
-    with tarfile.open(RUNS / f"{name}.tar.xz") as tar:
-        tar.extractall(into, filter="data")
-    return into / name
-
-
-def graded(folder: Path):
-    found = intake(load_options(folder, "regrade"))
-    return grade(plan_for(found), load_stored(folder / "runs"), Settings(found.profile, found.signals),
-                 found.patch.text)
 
 
 def test_the_recorded_runs_cover_three_verdicts():
@@ -115,6 +101,10 @@ def test_recorded_results_json_round_trips(tmp_path):
     assert parity and not any("per_position" in d for d in parity)  # recorded before the per-position series
     for detail in parity:
         detail["per_position"] = None
+    payloads = [c["payload"] for c in data["checks"] if (c.get("payload") or {}).get("type") == "ParityPayload"]
+    assert payloads and not any("floor" in p for p in payloads)  # recorded before the noise floor
+    for payload in payloads:
+        payload.update(table={}, floor={}, floor_note="")
     assert finite(to_data(run)) == {**data, "seed": None, "timing": {"workers": []}}
     assert run.checks[0].observation(Variant.BASE) is run.checks[0].base
 
