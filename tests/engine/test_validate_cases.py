@@ -52,6 +52,11 @@ def test_every_quick_report_carries_its_evidence(quick_bench):
             assert any("workaround" in c["flags"] for c in results["checks"] if c["kind"] == "app")
         if row["candidate"] != "bug":
             assert json.loads((folder / "verdict.json").read_text())["expected"] == row["expected"]
+        for check in results["checks"]:  # parity judged against the unmodified engine's measured floor
+            payload = check.get("payload") or {}
+            if payload.get("type") == "ParityPayload":
+                assert payload["floor"] and "unmodified engine" in payload["floor_note"], (row["candidate"], check)
+                assert all(payload["profile"][m] <= payload["table"][m] for m in payload["floor"])
 
 
 def test_regrade_reproduces_every_verdict_without_engine(quick_bench):
