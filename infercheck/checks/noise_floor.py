@@ -3,10 +3,11 @@
 The floor of a workload (a parity suite or the parity symptom) is what the unmodified engine — the
 engine tree without base patches or candidate — shows on that workload's own prompts when nothing is
 wrong: its teacher-forced parity against the reference, and its parity against itself when the same
-requests run in another batch composition (alone, in reverse order). A metric's threshold is the
-floor times a documented multiple, clamped between a per-dtype minimum (a floor of exactly zero must
-not make the check fail on one ulp) and the dtype's table value (suites/tolerances.yaml): a floor
-can tighten a tolerance, never loosen it — an unmodified engine that itself carries the bug would
+requests run in another batch composition (alone, in reverse order). The floor of every error metric
+is measured and shown; the metrics suites/noise_floor.yaml lists (max |Δlogprob|: KL on a lumped
+tail is not, see there) get a threshold of the floor times a documented multiple, clamped between a
+per-dtype minimum (a floor of exactly zero must not make the check fail on one ulp) and the dtype's
+table value (suites/tolerances.yaml): a floor can tighten a tolerance, never loosen it — an unmodified engine that itself carries the bug would
 otherwise lift its own threshold over it. No floor measured (a run from before the floor, a failed
 floor worker, a workload the floor run lacks): the table value, and the report says why.
 """
@@ -22,17 +23,17 @@ from infercheck.paths import SUITES_DIR
 from infercheck.run.job import RequestResult
 from infercheck.yamlio import read_yaml
 
-FLOORED = ("max_kl", "mean_kl", "max_abs_dlogprob")  # the profile's error metrics (agreement stays the table's)
+MEASURED = ("max_kl", "mean_kl", "max_abs_dlogprob")  # the profile's error metrics (agreement stays the table's)
 SETTINGS_FILE = SUITES_DIR / "noise_floor.yaml"
 
 
 @dataclass(frozen=True)
 class FloorSettings:
-    """How a threshold follows from a floor: `multiple` × floor, never under `minimum[metric]` nor
-    over the dtype table's value."""
+    """How a threshold follows from a floor, for the metrics in `minimum`: `multiple` × floor, never
+    under `minimum[metric]` nor over the dtype table's value."""
 
     multiple: float
-    minimum: dict[str, float]
+    minimum: dict[str, float]  # floored metric -> its minimum threshold
 
     @classmethod
     def load(cls, dtype: str, path: Path = SETTINGS_FILE) -> "FloorSettings | None":
@@ -41,7 +42,7 @@ class FloorSettings:
         minimum = (data.get("minimum") or {}).get(dtype)
         if minimum is None:
             return None
-        return cls(float(data["multiple"]), {k: float(minimum[k]) for k in FLOORED})
+        return cls(float(data["multiple"]), {k: float(minimum[k]) for k in data["floored"]})
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ def measure(workload: str, batched: list[RequestResult], alone: list[RequestResu
     positions = sum(len(r.positions) for r in to_ref)
     if positions == 0:
         return None
-    zero = dict.fromkeys(FLOORED, 0.0)
+    zero = dict.fromkeys(MEASURED, 0.0)
     return NoiseFloor(workload, metrics(to_ref), metrics(to_self) if to_self else zero, positions,
                       sum(len(r.positions) for r in to_self))
 
@@ -115,11 +116,12 @@ def tolerance(table: dict[str, float], floor: NoiseFloor | None, settings: Floor
         return Tolerance(dict(table), dict(table), {}, "no floor settings for this dtype: the table's values")
     if floor is None:
         return Tolerance(dict(table), dict(table), {}, f"{missing}: the table's values")
-    values = {m: floor.value(m) for m in FLOORED}
+    values = {m: floor.value(m) for m in MEASURED}
     profile = dict(table)
-    for m in FLOORED:
-        profile[m] = threshold(table[m], values[m], settings.minimum[m], settings.multiple)
-    note = (f"{settings.multiple:g} × the unmodified engine's floor on these prompts ({floor.positions} positions "
-            f"vs the reference; {floor.self_positions} vs itself alone in reverse order), within "
-            f"[per-dtype minimum, table]")
+    for m, minimum in settings.minimum.items():
+        profile[m] = threshold(table[m], values[m], minimum, settings.multiple)
+    others = [m for m in MEASURED if m not in settings.minimum]
+    note = (f"{', '.join(settings.minimum)}: {settings.multiple:g} × the unmodified engine's floor on these prompts "
+            f"({floor.positions} positions vs the reference; {floor.self_positions} vs itself alone in reverse "
+            f"order), within [per-dtype minimum, table]" + (f"; {', '.join(others)}: the table's" if others else ""))
     return Tolerance(profile, dict(table), values, note)

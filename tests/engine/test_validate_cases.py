@@ -56,7 +56,7 @@ def test_every_quick_report_carries_its_evidence(quick_bench):
             payload = check.get("payload") or {}
             if payload.get("type") == "ParityPayload":
                 assert payload["floor"] and "unmodified engine" in payload["floor_note"], (row["candidate"], check)
-                assert all(payload["profile"][m] <= payload["table"][m] for m in payload["floor"])
+                assert all(payload["profile"][m] <= payload["table"][m] for m in payload["profile"])
 
 
 def test_regrade_reproduces_every_verdict_without_engine(quick_bench):

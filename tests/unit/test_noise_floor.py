@@ -72,6 +72,20 @@ def test_tolerance_tightens_from_a_floor_and_says_where_each_number_came_from():
     assert tolerance(TABLE, floor, None).profile == TABLE
 
 
+def test_the_bundled_settings_floor_max_dlogprob_and_leave_kl_to_the_table():
+    """KL on a lumped tail moves by more than one implementation's floor under a rounding of the
+    listed probabilities (suites/noise_floor.yaml): only max |Δlogprob| follows the floor."""
+    settings = FloorSettings.load("float32")
+    assert set(settings.minimum) == {"max_abs_dlogprob"} and settings.multiple == 10
+    floor = NoiseFloor("parity/x", {"max_kl": 3e-7, "mean_kl": 2e-8, "max_abs_dlogprob": 1e-5},
+                       {"max_kl": 0.0, "mean_kl": 0.0, "max_abs_dlogprob": 0.0}, 100, 100)
+    tol = tolerance(TABLE, floor, settings)
+    assert tol.profile == {**TABLE, "max_abs_dlogprob": pytest.approx(1e-4)}
+    assert set(tol.floor) == {"max_kl", "mean_kl", "max_abs_dlogprob"}  # every floor shown
+    assert "max_kl, mean_kl: the table's" in tol.note
+    assert FloorSettings.load("int4") is None
+
+
 def test_a_bug_far_under_the_table_fails_against_its_floor():
     """The case the floor exists for: |Δlogprob| of 9e-4 (~180 × a 5e-6 floor) passes the float32
     table's 1e-3 and fails 10 × the floor."""
