@@ -63,15 +63,18 @@ def run_errors(stored: StoredRun) -> list[Flag]:
     return []
 
 
+def scored(plan: Plan, stored: StoredRun, worker: str, results: list[RequestResult]) -> dict[str, RequestResult]:
+    """Engine request id -> the stored scoring of it by the reference worker `worker` (ids
+    re-derived from the plan, as the run stage derived them)."""
+    _, id_map = reference_job(plan, results)
+    by_id = {r.id: r for r in stored.of(worker).results}
+    return {eid: by_id[rid] for eid, rid in id_map.items() if rid in by_id}
+
+
 def reference_rows(plan: Plan, stored: StoredRun, engine: dict[Variant, list[RequestResult]]
                    ) -> dict[Variant, dict[str, RequestResult]]:
-    """variant -> engine request id -> the reference's scoring of it (ids re-derived from the plan)."""
-    refs = {}
-    for variant in ENGINE_VARIANTS:
-        _, id_map = reference_job(plan, engine[variant])
-        by_id = {r.id: r for r in stored.of(reference_worker(variant)).results}
-        refs[variant] = {eid: by_id[rid] for eid, rid in id_map.items() if rid in by_id}
-    return refs
+    """variant -> engine request id -> the reference's scoring of it."""
+    return {v: scored(plan, stored, reference_worker(v), engine[v]) for v in ENGINE_VARIANTS}
 
 
 def app_checks(plan: Plan, stored: StoredRun, engine: dict[Variant, list[RequestResult]],
@@ -104,7 +107,7 @@ def grade(plan: Plan, stored: StoredRun, settings: Settings, patch_text: str) ->
     is_affected = lambda name: affected is None or name in affected  # noqa: E731
     checks: list[CheckResult] = []
     tolerances = floor_tolerances(plan, stored, settings)
-    table = tolerance(settings.profile, None, settings.floor)
+    table = tolerance(settings.profile, None, settings.floor)  # a symptom judged without parity
     apps = app_checks(plan, stored, engine, refs, settings)
     symptom = plan.symptom
     if symptom is not None and symptom.kind == SymptomKind.APP:
@@ -115,7 +118,7 @@ def grade(plan: Plan, stored: StoredRun, settings: Settings, patch_text: str) ->
         checks.append(symptom_check(symptom, only, refs, prompts, tolerances.get(SYMPTOM, table), pytest))
     for suite in plan.parity_suites():
         mine = {v: [r for r in engine[v] if r.id.startswith(suite.name + "#")] for v in ENGINE_VARIANTS}
-        checks.append(parity_check(suite.name, CheckKind.PARITY, mine, refs, tolerances.get(suite.name, table),
+        checks.append(parity_check(suite.name, CheckKind.PARITY, mine, refs, tolerances[suite.name],
                                    is_affected(suite.name), texts, suite.description))
     rows = {Variant.BASE: stored.of(Variant.BASE).lm_eval, Variant.PATCHED: stored.of(Variant.PATCHED).lm_eval,
             Variant.REFERENCE: stored.of(REFERENCE_EVAL).lm_eval}
@@ -139,19 +142,15 @@ def grade(plan: Plan, stored: StoredRun, settings: Settings, patch_text: str) ->
 def floor_tolerances(plan: Plan, stored: StoredRun, settings: Settings) -> dict[str, Tolerance]:
     """Parity workload -> the tolerance its check is judged against (checks/noise_floor.py), from the
     floor run's stored rows; where there is no floor, why, in each tolerance's note."""
-    floor, scored = stored.outcome.workers.get(FLOOR), stored.outcome.workers.get(reference_worker(FLOOR))
+    floor, scoring = stored.outcome.workers.get(FLOOR), stored.outcome.workers.get(reference_worker(FLOOR))
     missing = ("no floor run recorded (a run from before the noise floor)" if floor is None
                else f"the floor run failed ({floor.error})" if not floor.ok
-               else "the floor's reference scoring did not run" if scored is None
-               else f"the floor's reference scoring failed ({scored.error})" if not scored.ok else "")
+               else "the floor's reference scoring did not run" if scoring is None
+               else f"the floor's reference scoring failed ({scoring.error})" if not scoring.ok else "")
     results = stored.of(FLOOR).results if not missing else []
     batched = [r for r in results if not r.group.endswith(ALONE)]
     alone = [replace(r, id=r.id.removesuffix(ALONE)) for r in results if r.group.endswith(ALONE)]
-    refs: dict[str, RequestResult] = {}
-    if batched:
-        _, id_map = reference_job(plan, batched)
-        by_id = {r.id: r for r in stored.of(reference_worker(FLOOR)).results}
-        refs = {eid: by_id[rid] for eid, rid in id_map.items() if rid in by_id}
+    refs = scored(plan, stored, reference_worker(FLOOR), batched) if batched else {}
     out = {}
     for name in parity_workloads(plan):
         of = lambda rows: [r for r in rows if r.id.startswith(name + "#")]  # noqa: E731

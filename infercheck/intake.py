@@ -13,6 +13,7 @@ from pathlib import Path
 from infercheck.draw import IDENTITY, Draw
 from infercheck.errors import InfercheckError
 from infercheck.apps import load_apps
+from infercheck.checks.noise_floor import FloorSettings
 from infercheck.models import zoo
 from infercheck.neighbours import choose_apps, installed_code_map_hits
 from infercheck.options import ValidateOptions
@@ -38,6 +39,7 @@ class Intake:
     suites: list[Suite]
     apps: list[App]
     app_reasons: dict[str, str] = field(default_factory=dict)  # app name -> why it was selected
+    floor: FloorSettings | None = None  # parity thresholds from a noise floor (suites/noise_floor.yaml)
 
     @property
     def model_name(self) -> str:
@@ -93,7 +95,7 @@ def intake(opts: ValidateOptions) -> Intake:
     hits = installed_code_map_hits(patch.text, list(patch.files), opts.engine_src) if opts.apps is None else None
     apps, reasons = choose_apps(list(patch.files), opts.apps, symptom.app if symptom else None, hits)
     return Intake(opts, patch, base_patches, model_dir, symptom, tolerance_profile(opts.dtype), signal_settings(),
-                  suites, apps, reasons)
+                  suites, apps, reasons, FloorSettings.load(opts.dtype))
 
 
 SELECTION = "apps.json"  # in a run's inputs/: the apps and oracles it ran, with why

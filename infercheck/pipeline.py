@@ -20,7 +20,6 @@ from pathlib import Path
 from infercheck.breakdown import time_breakdown
 from infercheck.build.tree import find_installed_engine
 from infercheck.build.variants import build_variants
-from infercheck.checks.noise_floor import FloorSettings
 from infercheck.console import LiveWorkers, Progress
 from infercheck.device import detect_device
 from infercheck.draw import Draw
@@ -79,7 +78,7 @@ def graded_flags(found: Intake, graded: Graded) -> list[Flag]:
 
 def grade_run(found: Intake, the_plan: Plan, stored: StoredRun) -> Graded:
     """Grade a run's stored results (the pure stage over what the run stage left)."""
-    return grade(the_plan, stored, Settings(found.profile, found.signals, FloorSettings.load(found.opts.dtype)), found.patch.text)
+    return grade(the_plan, stored, Settings(found.profile, found.signals, found.floor), found.patch.text)
 
 
 def with_seed(opts: ValidateOptions) -> ValidateOptions:

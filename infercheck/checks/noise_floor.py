@@ -7,15 +7,16 @@ requests run in another batch composition (alone, in reverse order). The floor o
 is measured and shown; the metrics suites/noise_floor.yaml lists (max |Δlogprob|: KL on a lumped
 tail is not, see there) get a threshold of the floor times a documented multiple, clamped between a
 per-dtype minimum (a floor of exactly zero must not make the check fail on one ulp) and the dtype's
-table value (suites/tolerances.yaml): a floor can tighten a tolerance, never loosen it — an unmodified engine that itself carries the bug would
-otherwise lift its own threshold over it. No floor measured (a run from before the floor, a failed
-floor worker, a workload the floor run lacks): the table value, and the report says why.
+table value (suites/tolerances.yaml): a floor can tighten a tolerance, never loosen it — an
+unmodified engine that itself carries the bug would otherwise lift its own threshold over it. No
+floor measured (a run from before the floor, a failed floor worker, a workload the floor run lacks):
+the table value, and the report says why.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from infercheck.checks.parity import RequestParity, parity_stats, teacher_forced
@@ -81,8 +82,8 @@ def common_prefix(result: RequestResult, other: RequestResult) -> RequestResult:
     n = 0
     while n < min(len(result.output_ids), len(other.output_ids)) and result.output_ids[n] == other.output_ids[n]:
         n += 1
-    return RequestResult(result.id, result.group, result.prompt_ids, result.output_ids[:n], result.text,
-                         result.finish_reason, (result.logprobs or [])[:n], (result.chosen_logprobs or [])[:n])
+    return replace(result, output_ids=result.output_ids[:n], logprobs=(result.logprobs or [])[:n],
+                   chosen_logprobs=(result.chosen_logprobs or [])[:n])
 
 
 def measure(workload: str, batched: list[RequestResult], alone: list[RequestResult],
