@@ -23,6 +23,7 @@ from infercheck.records import ValidationRun
 from infercheck.report.files import REPORT_FILES, json_text, write_texts
 from infercheck.report.html import render_bench
 from infercheck.report.view import expected_matches
+from infercheck.run.cancel import Cancel, results_or_cancel
 from infercheck.run.store import RunOutcome
 
 # The bug check of a case: its bug.patch validated against the clean engine with the case's symptom.
@@ -138,26 +139,33 @@ def bug_outcome(run: ValidationRun) -> str:
 
 def run_bench(cases: list[Case], out: Path, options: Callable[[Case, Candidate, Path], ValidateOptions],
               validate: Validator, progress: Progress, reuse: bool = True, quick: bool = False,
-              bug_checks: bool = True, seed: int | None = None, streams: int = 1) -> BenchResult:
+              bug_checks: bool = True, seed: int | None = None, streams: int = 1,
+              cancel: Cancel | None = None) -> BenchResult:
     """Validate each selected candidate into out/<case>/<candidate>/ and collect the verdicts. A
     case's bug check (candidate "bug") validates its bug.patch on the clean engine: `options`
     gets that pseudo-candidate and must drop the case's base patches for it. `streams` cases run
     side by side, each case's candidates one after another (the later ones reuse its base and
-    reference from the cache); the workers of all streams share the machine's slots (run/slots.py)."""
+    reference from the cache); the workers of all streams share the machine's slots (run/slots.py).
+    `validate` must run its workers under `cancel`: an interruption stops every stream's."""
     started = time.time()
     chosen = [(case, cand) for case in cases for cand in selected(case, quick, bug_checks)]
     if not chosen:
         raise InfercheckError("no candidates selected (a --quick run takes only candidates marked `quick: true`)")
     numbered = list(enumerate(chosen, 1))
     by_case = [[item for item in numbered if item[1][0].id == case.id] for case in cases]
+    cancel = cancel or Cancel()
 
     def run_case(items: list[tuple[int, tuple[Case, Candidate]]]) -> list[tuple[int, BenchRow]]:
-        return [(i, bench_row(case, cand, i, len(chosen), out, options, validate, progress))
-                for i, (case, cand) in items]
+        rows = []
+        for i, (case, cand) in items:
+            cancel.raise_if_set()  # another stream was interrupted: start no further candidate
+            rows.append((i, bench_row(case, cand, i, len(chosen), out, options, validate, progress)))
+        return rows
 
     if streams > 1 and len(by_case) > 1:
         with ThreadPoolExecutor(max_workers=streams) as pool:
-            done = [row for rows in pool.map(run_case, by_case) for row in rows]
+            futures = [pool.submit(run_case, items) for items in by_case]
+            done = [row for rows in results_or_cancel(futures, cancel) for row in rows]
     else:
         done = [row for items in by_case for row in run_case(items)]
     rows = [row for _, row in sorted(done, key=lambda item: item[0])]

@@ -412,6 +412,7 @@ def cmd_perf(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     """Validate the bundled candidates, print the confusion matrix and timings, write the bench page."""
     from infercheck.bench import BUG, load_cases, matrix_text, run_bench, write_bench
+    from infercheck.run.cancel import Cancel
 
     cases = load_cases(args.root or PATCHES_DIR, [c.strip() for c in args.cases.split(",") if c.strip()]
                        if args.cases else None)
@@ -434,9 +435,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     with Console(quiet=args.quiet) as console:
         console(f"bench: prompt draw seed {seed}, {streams} worker(s) side by side")
         live = console.live if streams == 1 else None  # one live line per worker name: a single stream's
-        result = run_bench(cases, out, options, lambda opts: validate(opts, console, live), console,
+        cancel = Cancel()  # one for every stream: an interruption stops them all
+        result = run_bench(cases, out, options, lambda opts: validate(opts, console, live, cancel), console,
                            reuse=not args.no_reuse, quick=args.quick, bug_checks=not args.no_bug_checks, seed=seed,
-                           streams=streams)
+                           streams=streams, cancel=cancel)
     paths = write_bench(result, out)
     print(matrix_text(result.rows))
     for case, seconds in result.case_seconds().items():

@@ -33,6 +33,7 @@ from infercheck.engine_test_tree import engine_test_tree
 from infercheck.neighbours import select_engine_tests
 from infercheck.plan import ALONE, EngineTestsPlan, Plan, engine_job, floor_job, reference_eval_job, reference_job
 from infercheck.run.cache import launch_cached, run_pytest_cached
+from infercheck.run.cancel import Cancel, results_or_cancel
 from infercheck.run.engine_tests import run_engine_tests_cached
 from infercheck.run.job import Job
 from infercheck.run.launcher import WorkerRun
@@ -58,6 +59,7 @@ class Runner:
     slots: SlotPool | None = None  # where workers run (run/slots.py); None: here, as the env says
     stopped: threading.Event = field(default_factory=threading.Event)  # a worker failed: start no more
     waits: dict[int, float] = field(default_factory=dict)  # thread -> seconds its last worker waited for a slot
+    cancel: Cancel = field(default_factory=Cancel)  # the harness was interrupted: start nothing (run/cancel.py)
 
     def waited(self) -> float:
         """Seconds this thread's last worker waited for its slot (not the worker's own time)."""
@@ -83,7 +85,7 @@ class Runner:
         slot = self.slots.placed(env) if self.slots is not None else contextlib.nullcontext(env)
         with slot as placed:
             self.waits[threading.get_ident()] = time.time() - asked
-            if skip_if_stopped and self.stopped.is_set():
+            if self.cancel.is_set or (skip_if_stopped and self.stopped.is_set()):
                 raise Skipped()
             yield placed
 
@@ -127,10 +129,12 @@ class Runner:
 
 
 def execute(plan: Plan, variants: Variants, runner: Runner) -> RunOutcome:
-    """Run every worker the plan needs and save how each ended; returns that record."""
+    """Run every worker the plan needs and save how each ended; returns that record. A run cancelled
+    meanwhile (run/cancel.py) raises Cancelled and saves nothing: `--resume` redoes what it stopped."""
     outcome = RunOutcome(build_error=variants.build_error)
     if variants.patched is not None:
         run_workers(plan, variants, variants.patched, runner, outcome)
+    runner.cancel.raise_if_set()
     outcome.save(runner.runs_dir)
     return outcome
 
@@ -234,8 +238,7 @@ def run_workers(plan: Plan, variants: Variants, patched: EngineEnv, runner: Runn
                 run_reference(plan, v, engines[v].result(), reference_env, runner, outcome)
             scored = after(variant, score)
             tasks.append(scored)
-        for task in tasks:
-            task.result()
+        results_or_cancel(tasks, runner.cancel)
     in_order(outcome)
 
 

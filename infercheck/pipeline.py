@@ -33,6 +33,7 @@ from infercheck.plan import Plan, plan_for, stage_plan
 from infercheck.records import Flag, ValidationRun
 from infercheck.report.files import load_run, write_index, write_report, write_results
 from infercheck.report.view import fmt_pass
+from infercheck.run.cancel import Cancel
 from infercheck.run.launcher import CONTAINMENT
 from infercheck.run.slots import SlotPool, default_jobs
 from infercheck.run.store import StoredRun, load_stored
@@ -89,8 +90,10 @@ def with_seed(opts: ValidateOptions) -> ValidateOptions:
     return replace(opts, seed=seed, command=command)
 
 
-def validate(opts: ValidateOptions, progress: Progress, live: LiveWorkers | None = None) -> tuple[ValidationRun, Path]:
-    """The whole pipeline for one patch; `progress` gets stage lines, `live` the running workers'."""
+def validate(opts: ValidateOptions, progress: Progress, live: LiveWorkers | None = None,
+             cancel: Cancel | None = None) -> tuple[ValidationRun, Path]:
+    """The whole pipeline for one patch; `progress` gets stage lines, `live` the running workers';
+    `cancel` is shared with the other runs of the same invocation (a bench's streams)."""
     t0 = time.time()
     started = datetime.now(timezone.utc)
     timer = Timer(progress)
@@ -111,8 +114,9 @@ def validate(opts: ValidateOptions, progress: Progress, live: LiveWorkers | None
     save_options(opts, out)
     save_selection(found, out / "inputs")
     deadline = t0 + opts.run_timeout_s if opts.run_timeout_s else None
-    slots = SlotPool(opts.jobs or default_jobs(device), device, cache_dir() / "slots")
-    execute(the_plan, variants, Runner(opts, out / RUNS, progress, deadline, live, slots))
+    cancel = cancel or Cancel()
+    slots = SlotPool(opts.jobs or default_jobs(device), device, cache_dir() / "slots", cancel)
+    execute(the_plan, variants, Runner(opts, out / RUNS, progress, deadline, live, slots, cancel=cancel))
     timer.done("run")
     stored = load_stored(out / RUNS)
     graded = grade_run(found, the_plan, stored)

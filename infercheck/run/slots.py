@@ -27,6 +27,7 @@ from typing import Callable, ContextManager, Iterator
 
 from infercheck.build.engine_env import EngineEnv
 from infercheck.errors import InfercheckError
+from infercheck.run.cancel import Cancel
 
 THREADS_VAR = "OMP_NUM_THREADS"
 WORKER_MEMORY_BYTES = 6 * 1024**3  # what one worker may take beside the others (tiny models use ~2-3 GiB)
@@ -82,11 +83,12 @@ class SlotPool:
     """`jobs` slots over this process's CPUs (or `jobs` turns on a CUDA device), held machine-wide
     through lock files under `lock_dir`; threads of one process are served in the order they ask."""
 
-    def __init__(self, jobs: int, device: str, lock_dir: Path) -> None:
+    def __init__(self, jobs: int, device: str, lock_dir: Path, cancel: Cancel | None = None) -> None:
         if jobs < 1:
             raise InfercheckError(f"--jobs {jobs}: expected 1 or more")
         self.device = device
         self.lock_dir = lock_dir
+        self.cancel = cancel  # a waiting thread gives up (Cancelled) once it is set (run/cancel.py)
         if device == "cpu":
             cpus = usable_cpus()
             jobs = min(jobs, len(cpus))
@@ -147,6 +149,8 @@ class SlotPool:
 
     def wait_for_slot(self, ticket: int) -> tuple[Slot, list]:
         while True:
+            if self.cancel is not None:
+                self.cancel.raise_if_set()
             with self.turns:
                 if self.queue[0] == ticket:
                     for slot in self.slots:
