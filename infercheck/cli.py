@@ -119,6 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--no-reuse", action="store_true", help="do not reuse cached worker results")
     val.add_argument("--no-engine-tests", action="store_true",
                      help="do not run the engine's own tests of the touched modules (PASS_TO_PASS, FAIL_TO_PASS)")
+    val.add_argument("--no-floor", action="store_true",
+                     help="do not measure the unmodified engine's noise floor: parity checks keep the tolerance "
+                          "table's values (faster; the report says so)")
     add_jobs(val)
     add_report_options(val)
     add_quiet(val)

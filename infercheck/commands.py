@@ -188,6 +188,7 @@ def validate_options(args: argparse.Namespace) -> ValidateOptions:
                            out=args.out, fail_on=fail_on_list(args.fail_on),
                            timeout_s=args.timeout, reuse=not args.no_reuse,
                            engine_tests=not getattr(args, "no_engine_tests", False),
+                           floor=not getattr(args, "no_floor", False),
                            jobs=getattr(args, "jobs", None),
                            refuse_judge_edits=getattr(args, "refuse_judge_edits", False),
                            run_timeout_s=getattr(args, "run_timeout", None),

@@ -219,7 +219,8 @@ def run_workers(plan: Plan, variants: Variants, patched: EngineEnv, runner: Runn
             envs_for_tests = {UNMODIFIED: variants.unmodified, **envs}
             tasks.append(after(Variant.BASE, lambda: run_engine_test_stage(plan.engine_tests, variants.tree,
                                                                             envs_for_tests, runner, outcome)))
-        floor = floor_job(plan)
+        # where base is the unmodified engine, its own run and scoring are the floor's batched side
+        floor = floor_job(plan, batched=not variants.base_is_unmodified) if runner.opts.floor else None
         if floor is not None and variants.unmodified is not None:
             unmodified = variants.unmodified
             tasks.append(after(Variant.BASE, lambda: run_floor(plan, floor, unmodified, reference_env, runner, outcome)))
@@ -268,16 +269,17 @@ def run_reference(plan: Plan, variant: Variant, engine: WorkerRun, reference_env
 def run_floor(plan: Plan, job: Job, unmodified: EngineEnv, reference_env: EngineEnv, runner: Runner,
               outcome: RunOutcome) -> None:
     """The noise floor (checks/noise_floor.py): the unmodified engine on the parity workloads in two
-    batch compositions, then the reference re-scoring the batched one. A floor that fails leaves the
-    table's tolerances (the report says why); it never stops the run's other workers."""
+    batch compositions, then the reference re-scoring the batched one (a job of alone groups only
+    has none: base's run and scoring are its batched side). A floor that fails leaves the table's
+    tolerances (the report says why); it never stops the run's other workers."""
     def measured(job: Job, env: EngineEnv, name: str) -> WorkerRun | None:
         try:
             return runner.run_worker(job, replace(env, name=name), name, outcome, runner.place)
         except Skipped:
             return None
     run = measured(job, unmodified, FLOOR)
-    if run is not None and run.ok:
-        batched = [r for r in run.results() if not r.group.endswith(ALONE)]
+    batched = [r for r in run.results() if not r.group.endswith(ALONE)] if run is not None and run.ok else []
+    if batched:
         ref_job, _ = reference_job(plan, batched)
         measured(ref_job, reference_env, reference_worker(FLOOR))
 

@@ -142,15 +142,16 @@ def grade(plan: Plan, stored: StoredRun, settings: Settings, patch_text: str) ->
 def floor_tolerances(plan: Plan, stored: StoredRun, settings: Settings) -> dict[str, Tolerance]:
     """Parity workload -> the tolerance its check is judged against (checks/noise_floor.py), from the
     floor run's stored rows; where there is no floor, why, in each tolerance's note."""
-    floor, scoring = stored.outcome.workers.get(FLOOR), stored.outcome.workers.get(reference_worker(FLOOR))
-    missing = ("no floor run recorded (a run from before the noise floor)" if floor is None
+    side = floor_batched_side(stored)
+    floor, scoring = stored.outcome.workers.get(FLOOR), stored.outcome.workers.get(reference_worker(side))
+    missing = ("no floor run recorded (--no-floor, or a run from before the noise floor)" if floor is None
                else f"the floor run failed ({floor.error})" if not floor.ok
                else "the floor's reference scoring did not run" if scoring is None
                else f"the floor's reference scoring failed ({scoring.error})" if not scoring.ok else "")
     results = stored.of(FLOOR).results if not missing else []
-    batched = [r for r in results if not r.group.endswith(ALONE)]
+    batched = [r for r in stored.of(side).results if not r.group.endswith(ALONE)] if not missing else []
     alone = [replace(r, id=r.id.removesuffix(ALONE)) for r in results if r.group.endswith(ALONE)]
-    refs = scored(plan, stored, reference_worker(FLOOR), batched) if batched else {}
+    refs = scored(plan, stored, reference_worker(side), batched) if batched else {}
     out = {}
     for name in parity_workloads(plan):
         of = lambda rows: [r for r in rows if r.id.startswith(name + "#")]  # noqa: E731
@@ -158,6 +159,14 @@ def floor_tolerances(plan: Plan, stored: StoredRun, settings: Settings) -> dict[
         out[name] = tolerance(settings.profile, measured, settings.floor,
                               missing or "the floor run holds no comparable positions of this workload")
     return out
+
+
+def floor_batched_side(stored: StoredRun) -> str:
+    """The worker whose rows are the floor's batched composition: the floor's own, or base's where
+    the floor ran the alone groups only (base is the unmodified engine; execute.run_floor)."""
+    job = stored.of(FLOOR).job
+    alone_only = job is not None and bool(job.groups) and all(g.name.endswith(ALONE) for g in job.groups)
+    return Variant.BASE if alone_only else FLOOR
 
 
 def repaired_checks(checks: list[CheckResult]) -> frozenset[str]:

@@ -44,6 +44,7 @@ class ValidateOptions:
     seed: int | None = None  # the prompt draw's seed (draw.py); None: a fresh one when the run starts
     engine_tests: bool = True  # run the engine's own tests of the touched modules (docs/design.md, "Engine tests")
     jobs: int | None = None  # workers side by side (run/slots.py); None: what the machine allows
+    floor: bool = True  # measure the noise floor (checks/noise_floor.py); False: parity keeps the table's values
 
 
 def store_path(path: Path | None, run_dir: Path) -> str | None:

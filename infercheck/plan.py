@@ -202,16 +202,18 @@ def parity_workloads(plan: Plan) -> list[str]:
     return names
 
 
-def floor_job(plan: Plan, backend: str = "vllm") -> Job | None:
+def floor_job(plan: Plan, backend: str = "vllm", batched: bool = True) -> Job | None:
     """The noise-floor job (checks/noise_floor.py), run on the unmodified engine: each engine group's
     parity requests as the engine job batches them, and again alone (`max_num_seqs` 1) in reverse
-    order, so the floor holds the batch-composition noise too. None: no parity workload."""
+    order, so the floor holds the batch-composition noise too. `batched` False: the alone groups
+    only (base is the unmodified engine: its own run is the batched one). None: no parity workload."""
     wanted = set(parity_workloads(plan))
     groups = []
     for group in engine_job(plan, backend).groups:
         requests = [r for r in group.requests if not group.isolated and r.id.split("#", 1)[0] in wanted]
         if requests:
-            groups.append(Group(group.name, group.engine_args, requests))
+            if batched:
+                groups.append(Group(group.name, group.engine_args, requests))
             groups.append(Group(group.name + ALONE, {**group.engine_args, "max_num_seqs": 1},
                                 [replace(r, id=r.id + ALONE) for r in requests[::-1]]))
     return Job(backend, plan.model, plan.dtype, groups) if groups else None

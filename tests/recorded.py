@@ -10,7 +10,7 @@ from infercheck.grade import Graded
 from infercheck.intake import intake
 from infercheck.options import load_options
 from infercheck.pipeline import grade_run
-from infercheck.plan import plan_for
+from infercheck.plan import Plan, plan_for
 from infercheck.run.store import load_stored
 
 RUNS = Path(__file__).resolve().parent / "data" / "runs"
@@ -25,3 +25,7 @@ def unpack(name: str, into: Path) -> Path:
 def graded(folder: Path) -> Graded:
     found = intake(load_options(folder, "regrade"))
     return grade_run(found, plan_for(found), load_stored(folder / "runs"))
+
+
+def recorded_plan(folder: Path) -> Plan:
+    return plan_for(intake(load_options(folder, "regrade")))

@@ -24,6 +24,11 @@ class Variants:
     unmodified: EngineEnv | None = None
     tree: EngineTree | None = None
 
+    @property
+    def base_is_unmodified(self) -> bool:
+        """No base patches: base is the unmodified engine itself."""
+        return self.unmodified is self.base
+
 
 def build_variants(engine_src: Path | None, base_patches: list[PatchFile], patch: PatchFile, device: str) -> Variants:
     """Base = tree + base patches; patched = base + the candidate. A base that does not build is bad

@@ -28,7 +28,8 @@ CASE = load_case(PATCHES_DIR / "rotary-half-precision-cache")
 def validate_cmd(candidate: str, out: Path, apps: str = "none") -> list[str]:
     patch = next(c.patch for c in CASE.candidates if c.name == candidate)
     return [sys.executable, "-m", "infercheck.cli", "validate", str(patch), "--case", str(CASE.folder),
-            "--out", str(out), "--apps", apps, "--suites", "parity/addition-short"]
+            "--out", str(out), "--apps", apps, "--suites", "parity/addition-short",
+            "--no-floor"]  # what these tests judge is how a run ends and resumes, not its tolerances
 
 
 def headline(out: Path) -> str:

@@ -11,7 +11,7 @@ from infercheck.names import CheckKind
 from infercheck.plan import ALONE, SYMPTOM, engine_job, floor_job, make_plan, parity_workloads
 from infercheck.run.job import RequestResult
 from infercheck.suites import load_symptom, select_suites
-from tests.recorded import graded, unpack
+from tests.recorded import graded, recorded_plan, unpack
 
 LN = math.log
 TABLE = {"max_kl": 1e-4, "mean_kl": 1e-5, "max_abs_dlogprob": 1e-3, "min_top1": 1.0, "near_tie": 1e-3}
@@ -118,27 +118,33 @@ def test_floor_job_runs_the_parity_workloads_batched_and_alone(tmp_path):
         twin = alone[group.name + ALONE]
         assert twin.engine_args == {**group.engine_args, "max_num_seqs": 1}
         assert [r.id for r in twin.requests] == [r.id + ALONE for r in group.requests][::-1]
+    assert floor_job(plan, batched=False).groups == list(alone.values())  # base is unmodified: its run is the batched
     accuracy_only = make_plan("/m", "tiny-llama-add", "float32", select_suites("x", ["addition-zero-shot"]), None,
                               tmp_path / "other")
     assert floor_job(accuracy_only) is None
 
 
-def with_floor_rows(folder, ok: bool = True):
+def with_floor_rows(folder, ok: bool = True, alone_only: bool = False):
     """The recorded run with a floor worker whose rows are base's (batched, and again as the alone
-    composition) and whose reference scoring is base's: a floor equal to base's own parity."""
+    composition) and whose reference scoring is base's: a floor equal to base's own parity.
+    `alone_only`: the floor ran the alone groups only, as where base is the unmodified engine."""
     import json
     import shutil
 
     runs = folder / "runs"
     shutil.copytree(runs / "base", runs / "floor")
-    shutil.copytree(runs / "reference-base", runs / "reference-floor")
     rows = [json.loads(line) for line in (runs / "base" / "results.jsonl").read_text().splitlines()]
     wanted = [r for r in rows if r["id"].split("#", 1)[0].startswith("parity/")]
     alone = [{**r, "id": r["id"] + ALONE, "group": r["group"] + ALONE} for r in wanted]
-    (runs / "floor" / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [*wanted, *alone]))
+    (runs / "floor" / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [*([] if alone_only else wanted),
+                                                                                           *alone]))
     outcome = json.loads((runs / "outcome.json").read_text())
     outcome["workers"]["floor"] = {**outcome["workers"]["base"], "ok": ok, "error": None if ok else "timeout"}
-    outcome["workers"]["reference-floor"] = outcome["workers"]["reference-base"]
+    if alone_only:
+        (runs / "floor" / "job.json").write_text(floor_job(recorded_plan(folder), batched=False).to_json())
+    else:
+        shutil.copytree(runs / "reference-base", runs / "reference-floor")
+        outcome["workers"]["reference-floor"] = outcome["workers"]["reference-base"]
     (runs / "outcome.json").write_text(json.dumps(outcome))
 
 
@@ -157,6 +163,20 @@ def test_grading_judges_parity_against_the_stored_floor(tmp_path):
         assert check.base.passed  # a run judged against a floor of itself passes
 
 
+def test_where_the_floor_ran_alone_only_base_is_its_batched_side(tmp_path):
+    """No base patches: base is the unmodified engine, so its own rows and reference scoring are the
+    floor's batched composition (execute.run_floor) and no reference-floor worker runs."""
+    folder = unpack("root-fix-with-finite-logprobs", tmp_path / "a")
+    with_floor_rows(folder, alone_only=True)
+    assert not (folder / "runs" / "reference-floor").exists()
+    twin = unpack("root-fix-with-finite-logprobs", tmp_path / "b")
+    with_floor_rows(twin)
+    alone_only = {c.name: c.payload for c in graded(folder).checks if c.kind == CheckKind.PARITY}
+    full = {c.name: c.payload for c in graded(twin).checks if c.kind == CheckKind.PARITY}
+    assert alone_only and all(p.floor for p in alone_only.values())
+    assert alone_only == full  # the same floor, read from base instead of a batched re-run
+
+
 def test_a_failed_floor_run_leaves_the_table_and_says_why(tmp_path):
     folder = unpack("root-fix-with-finite-logprobs", tmp_path)
     with_floor_rows(folder, ok=False)
@@ -164,3 +184,11 @@ def test_a_failed_floor_run_leaves_the_table_and_says_why(tmp_path):
     assert checks and all(c.payload.profile == c.payload.table and c.payload.floor == {} for c in checks)
     assert all(c.payload.floor_note == "the floor run failed (timeout): the table's values" for c in checks)
 
+
+
+def test_no_floor_is_a_validate_option():
+    from infercheck.cli import build_parser
+    from infercheck.commands import validate_options
+
+    parse = lambda *extra: validate_options(build_parser().parse_args(["validate", "x.patch", *extra]))  # noqa: E731
+    assert parse().floor and not parse("--no-floor").floor
