@@ -56,6 +56,12 @@ def add_jobs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=jobs_arg, metavar="N",
                    help="workers side by side, each in its own share of the CPUs (default: one per CPU, bounded "
                         "by memory, at most 4; 1 on CUDA); --jobs 1 runs them one after another")
+    p.add_argument("--ray", action="store_true",
+                   help="run the engine and reference workers as Ray tasks (the ray extra), each asking for its "
+                        "share of CPUs (or a GPU): a local Ray instance, or the cluster at --ray-address; the cache "
+                        "and run folders must be at the same path on every node")
+    p.add_argument("--ray-address", metavar="ADDRESS",
+                   help="the Ray cluster for --ray (implies it; e.g. ray://head:10001 or auto)")
 
 
 def build_parser() -> argparse.ArgumentParser:

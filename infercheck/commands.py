@@ -180,6 +180,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0
 
 
+def ray_address(args: argparse.Namespace) -> str | None:
+    """--ray-address, else "local" for --ray, else None (no Ray)."""
+    address = getattr(args, "ray_address", None)
+    return address or ("local" if getattr(args, "ray", False) else None)
+
+
 def validate_options(args: argparse.Namespace) -> ValidateOptions:
     opts = ValidateOptions(patch=args.patch, base_patches=list(args.base_patch), engine_src=args.engine_src,
                            model=args.model or "tiny-llama-add", dtype=args.dtype, symptom=args.symptom,
@@ -189,6 +195,7 @@ def validate_options(args: argparse.Namespace) -> ValidateOptions:
                            timeout_s=args.timeout, reuse=not args.no_reuse,
                            engine_tests=not getattr(args, "no_engine_tests", False),
                            floor=not getattr(args, "no_floor", False),
+                           ray=ray_address(args),
                            jobs=getattr(args, "jobs", None),
                            refuse_judge_edits=getattr(args, "refuse_judge_edits", False),
                            run_timeout_s=getattr(args, "run_timeout", None),
@@ -423,7 +430,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     def options(case, candidate, folder: Path) -> ValidateOptions:
         ns = argparse.Namespace(patch=candidate.patch, base_patch=[], engine_src=None, model=None, dtype="float32",
                                 symptom=None, case=case.folder, suites=None, apps=None, out=folder, fail_on=None,
-                                timeout=args.timeout, no_reuse=args.no_reuse, json=False, seed=seed, jobs=args.jobs)
+                                timeout=args.timeout, no_reuse=args.no_reuse, json=False, seed=seed, jobs=args.jobs,
+                                ray=args.ray, ray_address=args.ray_address)
         opts = validate_options(ns)
         opts.command = f"infercheck validate {shlex.quote(str(candidate.patch))} --case {shlex.quote(str(case.folder))}"
         if candidate.name == BUG:  # the bug itself, on the clean engine

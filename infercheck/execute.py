@@ -36,7 +36,7 @@ from infercheck.run.cache import launch_cached, run_pytest_cached
 from infercheck.run.cancel import Cancel, results_or_cancel
 from infercheck.run.engine_tests import run_engine_tests_cached
 from infercheck.run.job import Job
-from infercheck.run.launcher import WorkerRun
+from infercheck.run.launcher import WorkerRun, launch
 from infercheck.run.slots import Placement, SlotPool
 from infercheck.run.store import (ENGINE_TEST_SELECTION, FLOOR, REFERENCE_EVAL, UNMODIFIED, RunOutcome, WorkerOutcome,
                                   engine_tests_folder, pytest_folder, reference_worker)
@@ -113,7 +113,7 @@ class Runner:
             try:
                 run, reused = launch_cached(job, self.identity(env), self.runs_dir / name, timeout, reuse=self.opts.reuse,
                                             watch=self.live.watch(env.name) if self.live is not None else None,
-                                            place=place)
+                                            place=place, launcher=self.slots.launch if self.slots is not None else launch)
             finally:
                 if self.live is not None:
                     self.live.finish(env.name)

@@ -45,6 +45,7 @@ class ValidateOptions:
     engine_tests: bool = True  # run the engine's own tests of the touched modules (docs/design.md, "Engine tests")
     jobs: int | None = None  # workers side by side (run/slots.py); None: what the machine allows
     floor: bool = True  # measure the noise floor (checks/noise_floor.py); False: parity keeps the table's values
+    ray: str | None = None  # run the workers as Ray tasks at this address ("local": a local instance; run/ray_pool.py)
 
 
 def store_path(path: Path | None, run_dir: Path) -> str | None:

@@ -90,6 +90,16 @@ def with_seed(opts: ValidateOptions) -> ValidateOptions:
     return replace(opts, seed=seed, command=command)
 
 
+def worker_pool(opts: ValidateOptions, device: str, cancel: Cancel) -> SlotPool:
+    """Where the run's workers run: this machine's CPU slots, or Ray tasks (`--ray`)."""
+    jobs, lock_dir = opts.jobs or default_jobs(device), cache_dir() / "slots"
+    if opts.ray is None:
+        return SlotPool(jobs, device, lock_dir, cancel)
+    from infercheck.run.ray_pool import RayPool  # Ray is an optional extra
+
+    return RayPool(opts.ray, jobs, device, lock_dir, cancel)
+
+
 def validate(opts: ValidateOptions, progress: Progress, live: LiveWorkers | None = None,
              cancel: Cancel | None = None) -> tuple[ValidationRun, Path]:
     """The whole pipeline for one patch; `progress` gets stage lines, `live` the running workers';
@@ -115,7 +125,7 @@ def validate(opts: ValidateOptions, progress: Progress, live: LiveWorkers | None
     save_selection(found, out / "inputs")
     deadline = t0 + opts.run_timeout_s if opts.run_timeout_s else None
     cancel = cancel or Cancel()
-    slots = SlotPool(opts.jobs or default_jobs(device), device, cache_dir() / "slots", cancel)
+    slots = worker_pool(opts, device, cancel)
     execute(the_plan, variants, Runner(opts, out / RUNS, progress, deadline, live, slots, cancel=cancel))
     timer.done("run")
     stored = load_stored(out / RUNS)

@@ -29,6 +29,8 @@ fi
 [[ "$(have lm_eval)" == "0.4.13" ]] || "${PIP[@]}" "lm-eval==0.4.13"
 [[ -n "$(have accelerate)" ]] || "${PIP[@]}" accelerate
 "${PIP[@]}" -q -e ".[test]"
+# Ray is optional (--ray): its tests need it; where it cannot install they skip (fail under CI=true).
+"${PIP[@]}" -q -e ".[ray]" || echo "setup: ray did not install; the --ray tests will skip" >&2
 # The browser test (tests/unit/test_browser.py) drives Debian's chromium through playwright, which
 # downloads no browser of its own. Without apt-get as root: a message, and the test skips (fails under CI=true).
 if command -v chromium >/dev/null 2>&1; then

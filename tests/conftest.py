@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -9,6 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests.browser import in_ci
 
 PATCH_DIR = Path(__file__).parent / "data" / "patches"
 # The test session's prompt draw (infercheck/draw.py): not the identity draw, so every engine test
@@ -32,6 +35,15 @@ def isolated_cache(session_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path
 @pytest.fixture
 def patch_dir() -> Path:
     return PATCH_DIR
+
+
+def ray_or_skip() -> None:
+    """Without Ray a --ray test skips with the reason; under CI=true it fails (it must not pass by not running)."""
+    if importlib.util.find_spec("ray") is None:
+        reason = "the --ray tests need Ray (pip install -e '.[ray]'; `make setup` installs it)"
+        if in_ci():
+            pytest.fail(reason)
+        pytest.skip(reason)
 
 
 def cli_env(cache: Path) -> dict[str, str]:

@@ -27,7 +27,7 @@ from infercheck.build.engine_env import EngineEnv
 from infercheck.paths import DATA_DIR, SUITES_DIR, cache_dir
 from infercheck.run.job import (GROUPS, JOB_DIGESTS, JOB_FILE, LM_EVAL, RESULTS, SOURCES, STATUS, TIMING, TRACE, Group,
                                 Job, read_jsonl)
-from infercheck.run.launcher import REUSED_FROM, Watch, WorkerRun, classify, launch, stop_orphan
+from infercheck.run.launcher import REUSED_FROM, Launcher, Watch, WorkerRun, classify, launch, stop_orphan
 from infercheck.run.pytest_runner import run_pytest
 from infercheck.run.slots import Placement, unplaced
 from infercheck.run.store import PytestOutcome, read_json_file
@@ -267,9 +267,11 @@ def harvest(out_dir: Path, job: Job, entries: dict[str, Path], env: EngineEnv) -
 
 
 def launch_cached(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float, reuse: bool = True,
-                  watch: Watch | None = None, place: Placement = unplaced) -> tuple[WorkerRun, int]:
-    """Run the job's groups that have no cache entry (in a worker where `place` puts it), then add
-    the cached ones' rows. Returns (run, number of groups reused)."""
+                  watch: Watch | None = None, place: Placement = unplaced,
+                  launcher: Launcher = launch) -> tuple[WorkerRun, int]:
+    """Run the job's groups that have no cache entry (in a worker where `place` puts it, started by
+    `launcher`: here, or as a Ray task), then add the cached ones' rows. Returns (run, number of
+    groups reused)."""
     root = cache_dir() / "groups"
     entries = {g.name: root / group_key(job, g, env) for g in job.groups}
     harvest(out_dir, job, entries, env)
@@ -281,7 +283,7 @@ def launch_cached(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float, reu
         for stale in (TRACE, SOURCES, NARROWED):  # what a worker saves of what ran is its own
             (out_dir / stale).unlink(missing_ok=True)
         with place(env) as placed:
-            run = launch(replace(job, groups=todo), placed, out_dir, timeout_s, watch)
+            run = launcher(replace(job, groups=todo), placed, out_dir, timeout_s, watch)
         store_groups(job, out_dir, entries, [g.name for g in todo])
     else:
         out_dir.mkdir(parents=True, exist_ok=True)

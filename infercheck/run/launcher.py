@@ -96,6 +96,10 @@ def worker_view(job: Job, env: EngineEnv, out_dir: Path, environ: dict[str, str]
                      covered_folders(out_dir))
 
 
+# How a worker is started: here (launch) or elsewhere (run/ray_pool.py); same arguments, same record.
+Launcher = Callable[[Job, EngineEnv, Path, float, Watch | None], WorkerRun]
+
+
 def launch(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float = DEFAULT_TIMEOUT_S,
            watch: Watch | None = None) -> WorkerRun:
     """Run the job in a contained worker subprocess of `env` (infercheck.run.sandbox), in its own view

@@ -28,6 +28,8 @@ from typing import Callable, ContextManager, Iterator
 from infercheck.build.engine_env import EngineEnv
 from infercheck.errors import InfercheckError
 from infercheck.run.cancel import Cancel
+from infercheck.run.job import Job
+from infercheck.run.launcher import Watch, WorkerRun, launch
 
 THREADS_VAR = "OMP_NUM_THREADS"
 WORKER_MEMORY_BYTES = 6 * 1024**3  # what one worker may take beside the others (tiny models use ~2-3 GiB)
@@ -164,6 +166,10 @@ class SlotPool:
         """A Placement: env placed in a free slot for the block."""
         with self.slot() as slot:
             yield slot.place(env)
+
+    def launch(self, job: Job, env: EngineEnv, out_dir: Path, timeout_s: float, watch: Watch | None = None) -> WorkerRun:
+        """A Launcher (run/launcher.py): the placed worker runs here."""
+        return launch(job, env, out_dir, timeout_s, watch)
 
 
 def release(held: list) -> None:
