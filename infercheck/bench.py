@@ -143,33 +143,47 @@ def run_bench(cases: list[Case], out: Path, options: Callable[[Case, Candidate, 
               cancel: Cancel | None = None) -> BenchResult:
     """Validate each selected candidate into out/<case>/<candidate>/ and collect the verdicts. A
     case's bug check (candidate "bug") validates its bug.patch on the clean engine: `options`
-    gets that pseudo-candidate and must drop the case's base patches for it. `streams` cases run
-    side by side, each case's candidates one after another (the later ones reuse its base and
-    reference from the cache); the workers of all streams share the machine's slots (run/slots.py).
-    `validate` must run its workers under `cancel`: an interruption stops every stream's."""
+    gets that pseudo-candidate and must drop the case's base patches for it. Up to `streams`
+    candidates run side by side (`rows_side_by_side`), each case's first one before its others;
+    the workers of all share the machine's slots (run/slots.py). `validate` must run its workers
+    under `cancel`: an interruption stops every stream's."""
     started = time.time()
     chosen = [(case, cand) for case in cases for cand in selected(case, quick, bug_checks)]
     if not chosen:
         raise InfercheckError("no candidates selected (a --quick run takes only candidates marked `quick: true`)")
     numbered = list(enumerate(chosen, 1))
-    by_case = [[item for item in numbered if item[1][0].id == case.id] for case in cases]
+    by_case = [items for case in cases if (items := [item for item in numbered if item[1][0].id == case.id])]
     cancel = cancel or Cancel()
 
-    def run_case(items: list[tuple[int, tuple[Case, Candidate]]]) -> list[tuple[int, BenchRow]]:
-        rows = []
-        for i, (case, cand) in items:
-            cancel.raise_if_set()  # another stream was interrupted: start no further candidate
-            rows.append((i, bench_row(case, cand, i, len(chosen), out, options, validate, progress)))
-        return rows
+    def run_row(item: Numbered) -> tuple[int, BenchRow]:
+        cancel.raise_if_set()  # another stream was interrupted: start no further candidate
+        i, (case, cand) = item
+        return i, bench_row(case, cand, i, len(chosen), out, options, validate, progress)
 
-    if streams > 1 and len(by_case) > 1:
-        with ThreadPoolExecutor(max_workers=streams) as pool:
-            futures = [pool.submit(run_case, items) for items in by_case]
-            done = [row for rows in results_or_cancel(futures, cancel) for row in rows]
+    if streams > 1 and len(numbered) > 1:
+        done = rows_side_by_side(by_case, run_row, streams, cancel)
     else:
-        done = [row for items in by_case for row in run_case(items)]
+        done = [run_row(item) for items in by_case for item in items]
     rows = [row for _, row in sorted(done, key=lambda item: item[0])]
     return BenchResult(rows, round(time.time() - started, 1), reuse, quick, [c.id for c in cases], seed)
+
+
+Numbered = tuple[int, tuple[Case, Candidate]]  # a chosen candidate and its place in the bench
+
+
+def rows_side_by_side(by_case: list[list[Numbered]], run_row: Callable[[Numbered], Any], streams: int,
+                      cancel: Cancel) -> list[Any]:
+    """run_row over every case's candidates, `streams` at a time, each case's first candidate
+    before its others: the first computes the case's base, reference and noise floor, which the
+    others then read from the cache, so they can run side by side with each other and with other
+    cases' (a case's candidates one after another left a slot idle behind its slowest case)."""
+    with ThreadPoolExecutor(max_workers=streams) as rows, ThreadPoolExecutor(max_workers=len(by_case)) as cases:
+        def one_case(items: list[Numbered]) -> list[Any]:
+            first = rows.submit(run_row, items[0]).result()
+            return [first, *(f.result() for f in [rows.submit(run_row, item) for item in items[1:]])]
+
+        futures = [cases.submit(one_case, items) for items in by_case]
+        return [row for case_rows in results_or_cancel(futures, cancel) for row in case_rows]
 
 
 def bench_row(case: Case, cand: Candidate, i: int, total: int, out: Path,

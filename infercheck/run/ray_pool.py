@@ -1,9 +1,10 @@
 """Workers as Ray tasks: `--ray [ADDRESS]` for validate and bench (docs/design.md, "Ray").
 
-RayPool is a SlotPool (run/slots.py) that holds no local slot: every engine and reference worker is
-a Ray task asking for the slot's CPU count (or one GPU), and runs run/launcher.py's `launch` on the
-node Ray picks. Thread counts, and so each worker's identity and cache keys, are the serial run's,
-so the verdicts are too. The content-addressed cache and the run folders stay files at the same
+RayPool is a SlotPool (run/slots.py) whose workers are Ray tasks: every engine and reference worker
+asks Ray for the slot's CPU count (or one GPU), and on the node Ray picks takes that many CPUs
+machine-wide (the slot locks of that node) and runs run/launcher.py's `launch` pinned to them.
+Thread counts, and so each worker's identity, cache keys and numbers, are the serial run's, so the
+verdicts are too. The content-addressed cache and the run folders stay files at the same
 path on every node (one machine, or a shared folder): a group's rows are reused by later runs and
 harvested by `--resume` after a stop, which an object store, emptied with the job, would not keep.
 The pytest symptom and the engine's own tests run where the harness runs. Ray is an optional extra
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -60,16 +62,26 @@ def connect(address: str) -> Any:
 RAY_TASK = "ray-task.json"  # in a worker folder: the Ray node and task that ran the worker
 
 
-def launch_as_task(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float) -> WorkerRun:
-    """In the Ray task: say where it runs, then launch the worker there (run/launcher.py)."""
+def launch_as_task(job: Job, env: EngineEnv, out_dir: Path, timeout_s: float, threads: int, device: str,
+                   lock_dir: Path, driver_node: str) -> WorkerRun:
+    """In the Ray task: say where it runs, take `threads` CPUs of this node machine-wide, as a slot
+    of run/slots.py does (vLLM's CPU build binds its OpenMP threads to the CPUs it may use, so an
+    unpinned worker would run another thread count than the serial run), and launch the worker."""
     import json
 
     import ray
 
     context = ray.get_runtime_context()
+    node = context.get_node_id()
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / RAY_TASK).write_text(json.dumps({"node": context.get_node_id(), "task": context.get_task_id()}))
-    return launch(job, env, out_dir, timeout_s)
+    (out_dir / RAY_TASK).write_text(json.dumps({"node": node, "task": context.get_task_id()}))
+    if device != "cpu":
+        return launch(job, env, out_dir, timeout_s)
+    # the harness's node shares the harness's slot locks; another node's CPUs are its own
+    locks = lock_dir if node == driver_node else lock_dir / f"node-{node[:16]}"
+    slots = SlotPool(max(1, len(usable_cpus()) // max(threads, 1)), device, locks)
+    with slots.slot() as slot:
+        return launch(job, replace(env, cpus=slot.cpus[:threads]), out_dir, timeout_s)
 
 
 class RayPool(SlotPool):
@@ -80,10 +92,11 @@ class RayPool(SlotPool):
         self.address = address
         self.ray = connect(address)
         self.remote = self.ray.remote(max_retries=0)(launch_as_task)
+        self.driver_node = self.ray.get_runtime_context().get_node_id()
 
     @contextlib.contextmanager
     def placed(self, env: EngineEnv) -> Iterator[EngineEnv]:
-        """The env with the slot's thread count; no local slot held (Ray holds the task's resources)."""
+        """The env with the slot's thread count; its CPUs are taken in the task, on its node."""
         if self.cancel is not None:
             self.cancel.raise_if_set()
         yield with_threads(env, self.threads)
@@ -93,7 +106,8 @@ class RayPool(SlotPool):
 
     def launch(self, job: Job, env: EngineEnv, out_dir: Path, timeout_s: float, watch: Watch | None = None) -> WorkerRun:
         """A Launcher: the worker as a Ray task; the harness's cancel stops it (ray.cancel, force)."""
-        ref = self.remote.options(**self.resources()).remote(job, env, out_dir, timeout_s)
+        ref = self.remote.options(**self.resources()).remote(job, env, out_dir, timeout_s, self.threads, self.device,
+                                                             self.lock_dir, self.driver_node)
         while True:
             ready, _ = self.ray.wait([ref], timeout=POLL_S)
             if ready:

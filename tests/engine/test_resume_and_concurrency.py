@@ -19,7 +19,7 @@ from infercheck.cases import load_case
 from infercheck.paths import PATCHES_DIR
 from infercheck.run.job import read_jsonl
 from infercheck.run.ray_pool import RAY_TASK
-from tests.conftest import cli_env, gone_within, ray_or_skip
+from tests.conftest import TEST_SEED, cli_env, gone_within, ray_or_skip
 
 pytestmark = pytest.mark.engine
 
@@ -30,7 +30,7 @@ def validate_cmd(candidate: str | list[str], out: Path, apps: str = "none") -> l
     names = [candidate] if isinstance(candidate, str) else candidate
     patches = [str(next(c.patch for c in CASE.candidates if c.name == name)) for name in names]
     return [sys.executable, "-m", "infercheck.cli", "validate", *patches, "--case", str(CASE.folder),
-            "--out", str(out), "--apps", apps, "--suites", "parity/addition-short",
+            "--out", str(out), "--apps", apps, "--suites", "parity/addition-short", "--seed", str(TEST_SEED),
             "--no-floor"]  # what these tests judge is how a run ends and resumes, not its tolerances
 
 

@@ -115,3 +115,30 @@ def test_a_rerun_says_how_much_finished_work_it_reused(tmp_path):
     RunOutcome({"base": WorkerOutcome(True, None, None, 1.0, 7), "patched": WorkerOutcome(True, None, None, 1.0, 2)}
                ).save(tmp_path / "runs")
     assert reused_note(tmp_path) == ", 9 group(s) reused from cache"
+
+
+def test_a_cases_first_candidate_runs_before_its_others_which_then_run_side_by_side(tmp_path):
+    import threading
+    import time
+
+    cases = load_cases(PATCHES_DIR, ["batch-condense-token-count", "yarn-ramp-inverted"])
+    spans: dict[tuple[str, str], tuple[float, float]] = {}
+    lock = threading.Lock()
+
+    def validate(folder):
+        began = time.monotonic()
+        time.sleep(0.3)
+        folder.mkdir(parents=True)
+        with lock:
+            spans[(folder.parent.name, folder.name)] = (began, time.monotonic())
+        return fake_run("NOT_FIXED", True, False) if folder.name == "bug" else fake_run("RESOLVED"), folder
+
+    result = run_bench(cases, tmp_path, lambda case, cand, folder: folder, validate, lambda m: None, streams=2)
+    assert sorted((r.case, r.candidate) for r in result.rows) == sorted(spans)  # every row once
+    for case in cases:
+        first_end = spans[(case.id, "bug")][1]
+        later = [span for (c, name), span in spans.items() if c == case.id and name != "bug"]
+        assert later and all(start >= first_end for start, _ in later), case.id  # after the base was computed
+    both = [span for (c, name), span in spans.items() if name != "bug"]
+    assert any(a[0] < b[1] and b[0] < a[1] for a in both for b in both if a is not b)  # candidates overlapped
+    assert [(r.case, r.candidate) for r in result.rows][0] == (cases[0].id, "bug")  # rows in the bench's order

@@ -15,7 +15,8 @@ from infercheck.run.slots import THREADS_VAR
 from tests.conftest import ray_or_skip
 from tests.unit.test_launcher import fake_python, job, lock_free_within
 
-RECORDING_WORKER = "echo \"$OMP_NUM_THREADS\" > threads; echo '{\"state\": \"done\"}' > status.json"
+RECORDING_WORKER = ("echo \"$OMP_NUM_THREADS\" > threads; grep Cpus_allowed_list /proc/self/status | cut -f2 > cpus; "
+                    "echo '{\"state\": \"done\"}' > status.json")
 
 
 @pytest.fixture(scope="module")
@@ -35,12 +36,13 @@ def test_a_worker_runs_as_a_ray_task_with_the_slots_thread_count(local_ray, tmp_
     assert signal.getsignal(signal.SIGTERM) is before  # ray.init's own handler is taken back
     env = fake_python(tmp_path, RECORDING_WORKER)
     with pool.placed(env) as placed:
-        assert placed.env[THREADS_VAR] == str(pool.threads) and not placed.cpus  # Ray, not a pin, holds the CPUs
+        assert placed.env[THREADS_VAR] == str(pool.threads) and not placed.cpus  # its CPUs are taken on its node
         run = pool.launch(job(), placed, tmp_path / "out", 60.0)
     assert run.ok, run.error
     assert (tmp_path / "out" / "threads").read_text().strip() == str(pool.threads)
+    cpus = (tmp_path / "out" / "cpus").read_text().strip()  # pinned as a slot pins: "0", or "0-1" for two
+    assert len(cpus.replace("-", ",").split(",")) == min(pool.threads, 2)
     assert json.loads((tmp_path / "out" / RAY_TASK).read_text())["node"]  # a Ray task ran it
-    assert not list((tmp_path / "locks").glob("*.lock"))  # no local slot was taken
 
 
 def test_a_cancelled_run_stops_its_ray_task_and_the_worker(local_ray, tmp_path):
