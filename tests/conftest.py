@@ -47,7 +47,9 @@ def ray_or_skip() -> None:
 
 
 def cli_env(cache: Path) -> dict[str, str]:
-    return {**os.environ, "INFERCHECK_CACHE": str(cache)}
+    """The CLI's environment: its own cache, and the session's prompt draw also where no per-test
+    fixture set it (a module-scoped fixture runs outside them), so cached groups are shared."""
+    return {"INFERCHECK_SEED": str(TEST_SEED), **os.environ, "INFERCHECK_CACHE": str(cache)}
 
 
 def infercheck(cache: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
