@@ -46,6 +46,17 @@ def ray_or_skip() -> None:
         pytest.skip(reason)
 
 
+RAY_CANNOT_START = "Ray could not start or connect"  # run/ray_pool.py's error where this machine refuses Ray
+
+
+def skip_where_ray_cannot_start(error: str) -> None:
+    """Where Ray itself cannot run on this machine (not a fault of ours), the test is skipped with
+    Ray's own error as the reason: shown in the summary, never silent."""
+    line = next((ln for ln in error.splitlines() if RAY_CANNOT_START in ln), "")
+    if line:
+        pytest.skip(line)
+
+
 def cli_env(cache: Path) -> dict[str, str]:
     """The CLI's environment: its own cache, and the session's prompt draw also where no per-test
     fixture set it (a module-scoped fixture runs outside them), so cached groups are shared."""

@@ -19,7 +19,7 @@ from infercheck.cases import load_case
 from infercheck.paths import PATCHES_DIR
 from infercheck.run.job import read_jsonl
 from infercheck.run.ray_pool import RAY_TASK
-from tests.conftest import TEST_SEED, cli_env, gone_within, ray_or_skip
+from tests.conftest import TEST_SEED, cli_env, gone_within, ray_or_skip, skip_where_ray_cannot_start
 
 pytestmark = pytest.mark.engine
 
@@ -131,6 +131,7 @@ def test_candidates_as_ray_tasks_get_the_serial_verdicts_and_values(two_at_once,
     out = tmp_path / "ray"
     proc = subprocess.run([*validate_cmd(list(serial), out), "--ray"], capture_output=True, text=True,
                           env=cli_env(tmp_path / "cache"), timeout=1800)
+    skip_where_ray_cannot_start(proc.stderr)
     assert "Traceback" not in proc.stderr and proc.returncode in (0, 1), proc.stderr[-3000:]
     listed = json.loads((out / "candidates.json").read_text())["candidates"]
     folders = {Path(c["patch"]).stem: out / c["report"] for c in listed}

@@ -12,7 +12,7 @@ import pytest
 
 from infercheck.run.cancel import Cancel, Cancelled
 from infercheck.run.slots import THREADS_VAR
-from tests.conftest import ray_or_skip
+from tests.conftest import ray_or_skip, skip_where_ray_cannot_start
 from tests.unit.test_launcher import fake_python, job, lock_free_within
 
 RECORDING_WORKER = ("echo \"$OMP_NUM_THREADS\" > threads; grep Cpus_allowed_list /proc/self/status | cut -f2 > cpus; "
@@ -24,6 +24,14 @@ def local_ray():
     ray_or_skip()
     import ray
 
+    from infercheck.errors import InfercheckError
+    from infercheck.run.ray_pool import connect
+
+    try:
+        connect("local")
+    except InfercheckError as exc:
+        skip_where_ray_cannot_start(str(exc))
+        raise
     yield
     ray.shutdown()
 
