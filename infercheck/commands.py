@@ -181,9 +181,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def ray_address(args: argparse.Namespace) -> str | None:
-    """--ray-address, else "local" for --ray, else None (no Ray)."""
+    """--ray-address, else a local instance for --ray, else None (no Ray)."""
+    from infercheck.run.ray_pool import LOCAL  # the module imports Ray itself only when a pool starts
+
     address = getattr(args, "ray_address", None)
-    return address or ("local" if getattr(args, "ray", False) else None)
+    return address or (LOCAL if getattr(args, "ray", False) else None)
 
 
 def validate_options(args: argparse.Namespace) -> ValidateOptions:

@@ -1,4 +1,4 @@
-"""Workers as Ray tasks: `--ray [ADDRESS]` for validate and bench (docs/design.md, "Ray").
+"""Workers as Ray tasks: `--ray` (and `--ray-address ADDRESS`) for validate and bench (docs/design.md, "Ray").
 
 RayPool is a SlotPool (run/slots.py) whose workers are Ray tasks: every engine and reference worker
 asks Ray for the slot's CPU count (or one GPU), and on the node Ray picks takes that many CPUs
@@ -28,7 +28,7 @@ from infercheck.run.launcher import Watch, WorkerRun, launch
 from infercheck.run.progress import WorkerProgress
 from infercheck.run.slots import POLL_S, SlotPool, usable_cpus, with_threads
 
-LOCAL = "local"  # `--ray` without an address: a Ray instance of this machine, started for the run
+LOCAL = "local"  # `--ray` without `--ray-address`: a Ray instance of this machine, started for the run
 OBJECT_STORE_BYTES = 128 * 1024**2  # only small records travel through it (each worker's WorkerRun)
 FORWARDED = ("INFERCHECK_CACHE", "HF_HOME", "HF_HUB_OFFLINE")  # what a worker on another node must see alike
 
