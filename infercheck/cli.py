@@ -74,6 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
     mb.add_argument("names", nargs="*")
     mb.add_argument("--force", action="store_true")
     msub.add_parser("list", help="bundled models and whether their files match the manifest")
+    mr = msub.add_parser("random", help="write a model that is not bundled: random weights of an architecture "
+                                        "with its own tokenizer (for --model offline; deterministic)")
+    mr.add_argument("arch", help="architecture (qwen2)")
+    mr.add_argument("--out", type=Path, required=True, help="a new folder")
+    mr.add_argument("--seed", type=int, default=0)
 
     doctor = sub.add_parser("doctor", help="versions, device, model zoo, and a one-request smoke run")
     doctor.add_argument("--no-smoke", action="store_true")

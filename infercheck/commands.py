@@ -35,8 +35,9 @@ from infercheck.pipeline import regrade, validate
 from infercheck.report.files import REPORT_FILES, render_from_dir, write_index
 from infercheck.report.github import OUTPUT, STEP_SUMMARY, annotations, output_lines
 from infercheck.plan import Workload
-from infercheck.prompts import Prompt
+from infercheck.prompts import Prompt, build_prompts
 from infercheck.records import ValidationRun
+from infercheck.suites import suites_for_model
 from infercheck.run.job import Group, Job, Request
 from infercheck.run.launcher import launch
 from infercheck.run.slots import default_jobs
@@ -49,6 +50,12 @@ def cmd_models(args: argparse.Namespace) -> int:
         for name in zoo.SPECS:
             ok, detail = zoo.verify(name)
             print(f"{name:16s} {'ok ' if ok else 'BAD'} {detail}")
+        return 0
+    if args.models_command == "random":
+        from infercheck.models.random_build import build_random
+
+        folder = build_random(args.arch, args.out, args.seed)
+        print(f"{folder}: random {args.arch} (seed {args.seed}); use it with --model {folder}")
         return 0
     unknown = [n for n in args.names if n not in zoo.SPECS]
     if unknown:
@@ -107,8 +114,12 @@ def parity_job(backend: str, model: str, dtype: str, prompts: list[str], max_tok
     return Job(backend, model, dtype, [Group("parity", {}, workload.requests())])
 
 
-def parity_prompts(count: int) -> list[str]:
-    """Half zero-shot, half many-shot (400+ tokens) held-out addition prompts."""
+def parity_prompts(count: int, model_name: str = "tiny-llama-add") -> list[str]:
+    """For a bundled model, half zero-shot, half many-shot (400+ tokens) held-out addition prompts;
+    for any other, general text from 200 to 3,000 characters (the general-text prompt set)."""
+    if zoo.carries_general_text(model_name):
+        return [p.text for p in build_prompts({"set": "general-text", "count": count, "min_chars": 200,
+                                               "max_chars": 3000})]
     zero, _ = zoo.evaluation_prompts(many_shot=False, limit=count - count // 2)
     many, _ = zoo.evaluation_prompts(many_shot=True, limit=count // 2)
     return zero + many
@@ -116,8 +127,9 @@ def parity_prompts(count: int) -> list[str]:
 
 def cmd_parity(args: argparse.Namespace) -> int:
     device = detect_device()
-    model = str(zoo.model_dir(args.model))
-    prompts = parity_prompts(args.prompts)
+    model_dir = zoo.model_dir(args.model)
+    model = str(model_dir)
+    prompts = parity_prompts(args.prompts, model_dir.name)
     out = run_dir(args.out, "parity")
     env = variant_env(args, "patched" if args.patch else "base", device)
     runs = {}
@@ -208,7 +220,9 @@ def validate_options(args: argparse.Namespace) -> ValidateOptions:
         opts.base_patches = [*case.base_patches, *opts.base_patches]
         opts.model = args.model or case.model
         opts.symptom = args.symptom or case.symptom
-        opts.suites = opts.suites or (list(case.suites) or None)
+        case_suites = list(case.suites) if opts.model == case.model else suites_for_model(
+            list(case.suites), zoo.model_dir(opts.model).name)  # another model: the case's accuracy is its model's
+        opts.suites = opts.suites or (case_suites or None)
         if opts.apps is None and case.apps is not None:
             opts.apps = list(case.apps) or ["none"]
         opts.case = case.id

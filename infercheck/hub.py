@@ -1,10 +1,12 @@
-"""Is the Hugging Face hub reachable? Standard tasks and hub models need it; bundled ones never do."""
+"""Is the Hugging Face hub reachable, or is there a local copy of what a run needs from it? Standard
+tasks and hub models need one or the other; bundled ones never do."""
 
 from __future__ import annotations
 
 import functools
 import os
 import socket
+from pathlib import Path
 
 HUB_HOST = ("huggingface.co", 443)
 
@@ -30,3 +32,18 @@ def _connects(host: tuple[str, int], timeout_s: float) -> bool:
 def offline_env() -> dict[str, str]:
     """Environment that keeps HF libraries from trying the network (set for workers when offline)."""
     return {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def hf_hub_cache() -> Path:
+    """The Hugging Face hub cache (HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"])
+    return Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub"
+
+
+def cached_on_disk(repo_id: str, kind: str) -> bool:
+    """Has a hub repo (`kind` "models" or "datasets") a downloaded snapshot in the local hub cache,
+    which the workers read offline (HF_HUB_OFFLINE)?"""
+    snapshots = hf_hub_cache() / f"{kind}--{repo_id.replace('/', '--')}" / "snapshots"
+    return snapshots.is_dir() and any(p.is_dir() and any(p.iterdir()) for p in snapshots.iterdir())
+

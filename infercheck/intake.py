@@ -15,10 +15,13 @@ from infercheck.errors import InfercheckError
 from infercheck.apps import load_apps
 from infercheck.checks.noise_floor import FloorSettings
 from infercheck.models import zoo
+from infercheck.models.zoo import carries_general_text, trained_on_addition
+from infercheck.names import SymptomKind
 from infercheck.neighbours import choose_apps, installed_code_map_hits
 from infercheck.options import ValidateOptions
 from infercheck.patch.intake import PatchFile, read_patch
 from infercheck.paths import SUITES_DIR
+from infercheck.prompts import ADDITION_SETS, needs_general_tokenizer
 from infercheck.records import PatchInfo
 from infercheck.specs import App, Suite, SymptomSpec
 from infercheck.suites import load_symptom, select_suites
@@ -91,11 +94,27 @@ def intake(opts: ValidateOptions) -> Intake:
     base_patches = [read_patch(Path(p)) for p in opts.base_patches]
     model_dir = zoo.model_dir(opts.model)
     symptom = load_symptom(opts.symptom) if opts.symptom else None
+    if symptom is not None:
+        check_symptom_fits(symptom, model_dir.name)
     suites = select_suites(model_dir.name, opts.suites)
     hits = installed_code_map_hits(patch.text, list(patch.files), opts.engine_src) if opts.apps is None else None
     apps, reasons = choose_apps(list(patch.files), opts.apps, symptom.app if symptom else None, hits)
     return Intake(opts, patch, base_patches, model_dir, symptom, tolerance_profile(opts.dtype), signal_settings(),
                   suites, apps, reasons, FloorSettings.load(opts.dtype))
+
+
+def check_symptom_fits(symptom: SymptomSpec, model_name: str) -> None:
+    """A symptom's prompts must reach the model as text it can carry, and an accuracy criterion on
+    the addition sets judges the bundled models' task only (another model answers them at chance,
+    before and after any fix); one clear error otherwise."""
+    if needs_general_tokenizer(symptom.prompts) and not carries_general_text(model_name):
+        raise InfercheckError(f"{symptom.path}: its prompts are general text, which the bundled model {model_name}'s "
+                              f"character vocabulary cannot carry")
+    if (symptom.kind == SymptomKind.ACCURACY and symptom.prompts.get("set") in ADDITION_SETS
+            and not trained_on_addition(model_name)):
+        raise InfercheckError(f"{symptom.path}: an accuracy criterion on the bundled addition prompts judges the "
+                              f"bundled models only, not {model_name}; give --symptom with a parity criterion "
+                              f"(e.g. on prompts: {{set: general-text}})")
 
 
 SELECTION = "apps.json"  # in a run's inputs/: the apps and oracles it ran, with why

@@ -8,6 +8,7 @@ from typing import Any
 from infercheck.draw import Draw
 from infercheck.errors import InfercheckError
 from infercheck.models import addition
+from infercheck.models.general_text import general_passages
 from infercheck.paths import DATA_DIR
 
 ADDITION = DATA_DIR / "addition"
@@ -41,6 +42,26 @@ def _addition(spec: dict[str, Any], draw: Draw, many_shot: bool) -> list[Prompt]
     return prompts
 
 
+def _general_text(spec: dict[str, Any], draw: Draw) -> list[Prompt]:
+    """Prompts of plain text for any tokenizer: prompt i is made of consecutive passages from the
+    draw's start (plus the spec's offset and i), joined by blank lines and cut at a space to a length
+    spread evenly from min_chars to max_chars (as the addition sets spread theirs)."""
+    passages = general_passages()
+    count, offset = int(spec.get("count", 8)), int(spec.get("offset", 0))
+    lo, hi = int(spec.get("min_chars", 400)), int(spec.get("max_chars", spec.get("min_chars", 400)))
+    shift = draw.shift(len(passages), "general-text")
+    prompts = []
+    for i in range(count):
+        target = lo + (hi - lo) * i // max(1, count - 1)
+        text, j = "", 0
+        while len(text) < target and j < len(passages):
+            text += ("\n\n" if text else "") + passages[(shift + offset + 5 * i + j) % len(passages)]
+            j += 1
+        cut = text.rfind(" ", 0, target + 1)
+        prompts.append(Prompt(f"g{offset + i}", text[:cut if cut > target // 2 else target]))
+    return prompts
+
+
 def _literal(spec: dict[str, Any], draw: Draw) -> list[Prompt]:
     """The spec's own prompts (a bug report's words): the same under every draw."""
     items = spec.get("prompts") or []
@@ -56,13 +77,25 @@ def _literal(spec: dict[str, Any], draw: Draw) -> list[Prompt]:
 PROMPT_SETS = {
     "addition-zero-shot": lambda spec, draw: _addition(spec, draw, many_shot=False),
     "addition-many-shot": lambda spec, draw: _addition(spec, draw, many_shot=True),
+    "general-text": _general_text,
     "literal": _literal,
 }
+# What each set's text needs of a tokenizer: the bundled models' character vocabulary carries the
+# addition sets (and lower-case words); the general-text corpus needs a general tokenizer.
+GENERAL_SETS = frozenset({"general-text"})
+# Sets whose answers are the bundled models' task (accuracy on them means something for those only).
+ADDITION_SETS = frozenset({"addition-zero-shot", "addition-many-shot"})
+
+
+def needs_general_tokenizer(spec: dict[str, Any]) -> bool:
+    return spec.get("set") in GENERAL_SETS
 
 
 def source_texts() -> list[str]:
     """What every draw's prompts are made of: the bundled questions and few-shot lines. A literal
-    taken from one of them is a prompt instance of some run, whichever this run's draw is."""
+    taken from one of them is a prompt instance of some run, whichever this run's draw is. The
+    general-text passages are left out: their prose and code share words with engine source
+    ("float32"), so a literal found in them is no sign; the passages a run sent count as its own."""
     return [ex.text for split in ("test.jsonl", "fewshot.jsonl") for ex in addition.load_split(ADDITION / split)]
 
 

@@ -24,7 +24,8 @@ class Suite:
     kind: SuiteKind
     description: str = ""
     models: tuple[str, ...] = ()  # bundled models it applies to; empty = any
-    standard: bool = False  # a standard lm-eval task that needs the hub
+    standard: bool = False  # a standard lm-eval task that needs the hub (or a local copy of `dataset`)
+    dataset: str = ""  # a standard task's hub dataset, whose local copy lets it run offline
     # parity: greedy generation re-scored by the reference
     prompts: dict[str, Any] = field(default_factory=dict)  # a prompt-set spec (prompts.build_prompts)
     max_tokens: int = 8

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from infercheck.errors import InfercheckError
-from infercheck.hub import hub_reachable
+from infercheck.hub import cached_on_disk, hub_reachable
 from infercheck.models import addition
 from infercheck.models.tokenizer import BOS_ID, EOS_ID, PAD_ID, save_tokenizer, vocab_size
 from infercheck.models.train import TrainConfig, encode, save_model, train_causal_lm
@@ -68,12 +68,25 @@ def model_dir(name_or_path: str) -> Path:
         path = Path(name_or_path).expanduser()
     if not (path / "config.json").is_file():
         looks_like_hub_id = name_or_path.count("/") == 1 and not path.exists()
-        if looks_like_hub_id and hub_reachable():
-            return Path(name_or_path)  # a hub id: the workers download it
+        if looks_like_hub_id and (hub_reachable() or cached_on_disk(name_or_path, "models")):
+            return Path(name_or_path)  # a hub id: the workers download it, or read the local copy offline
         known = ", ".join(SPECS)
-        hint = " — it looks like a hub id, but the Hugging Face hub is not reachable (offline)" if looks_like_hub_id else ""
+        hint = (" — it looks like a hub id, but the Hugging Face hub is not reachable (offline) and the local hub "
+                "cache has no copy of it") if looks_like_hub_id else ""
         raise InfercheckError(f"model not found: {name_or_path} (no config.json there; bundled models: {known}){hint}")
     return path.resolve()
+
+
+def carries_general_text(model_name: str) -> bool:
+    """Can the model's tokenizer carry general text (capitals, any ASCII punctuation)? The bundled
+    models' character vocabulary (models/tokenizer.py) cannot; any other model is taken to have a
+    general tokenizer (every released LLM tokenizer covers printable ASCII)."""
+    return model_name not in SPECS
+
+
+def trained_on_addition(model_name: str) -> bool:
+    """Accuracy on the addition sets means something for the bundled models only (their task)."""
+    return model_name in SPECS
 
 
 def file_digests(folder: Path) -> dict[str, str]:

@@ -12,7 +12,7 @@ from infercheck.checks.parity import compare_greedy, summarize
 from infercheck.models import addition, zoo
 from infercheck.paths import PATCHES_DIR
 from infercheck.run.job import Group
-from tests.conftest import infercheck
+from tests.conftest import PATCH_DIR, infercheck
 from tests.engine.conftest import greedy_requests, run_job
 
 pytestmark = pytest.mark.engine
@@ -85,3 +85,19 @@ def test_the_sliding_window_bug_fails_its_parity_suite_against_the_noise_floor(s
     assert patched["max_abs_dlogprob"] <= threshold
     assert check["base"]["passed"] is False and check["patched"]["passed"] is True
     assert results["verdict"]["headline"] == "RESOLVED"
+
+
+def test_an_accuracy_suite_scores_engine_and_reference_through_real_lm_eval(session_cache: Path, tmp_path: Path):
+    """accuracy/addition-zero-shot through lm-eval's generate_until task on base and patched (vLLM,
+    a patch to code the CPU build never runs) and on the HF reference: the same 300 held-out
+    questions on each, which the bundled model answers (its manifest: 500/500 zero-shot)."""
+    out = tmp_path / "run"
+    proc = infercheck(session_cache, "validate", str(PATCH_DIR / "rocm_sampler_only.patch"),
+                      "--suites", "accuracy/addition-zero-shot", "--apps", "none", "--no-engine-tests", "--no-floor",
+                      "--out", str(out), timeout=1200)
+    assert "Traceback" not in proc.stderr and (out / "results.json").is_file(), proc.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    check = next(c for c in results["checks"] if c["name"] == "accuracy/addition-zero-shot")
+    for side in ("base", "patched", "reference"):
+        assert check[side]["n"] == 300 and check[side]["value"] >= 0.95, (side, check[side])
+    assert check["base"]["passed"] and check["patched"]["passed"] and not check["flags"]

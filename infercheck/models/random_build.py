@@ -1,0 +1,90 @@
+"""Models that are not bundled, built locally: random weights of a named architecture with a
+tokenizer of its own, for trying `--model` on a model outside the zoo offline and for the engine
+test of "any model" (docs/design.md, "Any model").
+
+The tokenizer is a byte-level BPE trained on the bundled general-text corpus (digits split one by
+one, as Qwen2's and Llama 3's pre-tokenizers do), so any text reaches the model. The weights are
+drawn from a fixed seed with a wide initialiser: attention and the output distribution are peaked
+enough that a numerical error in the engine moves logprobs well above float32 noise, which a
+near-uniform random model (std 0.02) would hide. Deterministic: the same seed gives the same
+files (digests in the folder's manifest).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from infercheck.errors import InfercheckError
+from infercheck.models.zoo import MANIFEST, file_digests
+from infercheck.models.general_text import general_passages
+
+SPECIAL = ["<|endoftext|>", "<|pad|>"]
+VOCAB_SIZE = 2048
+
+
+@dataclass(frozen=True)
+class RandomArch:
+    description: str
+    config_class: str  # in transformers
+    model_class: str
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+ARCHITECTURES: dict[str, RandomArch] = {
+    "qwen2": RandomArch(
+        "Qwen2 (q/k/v projections with bias), 2 layers, 4 query / 2 KV heads of dim 64, no sliding window",
+        "Qwen2Config", "Qwen2ForCausalLM",
+        dict(hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
+             num_key_value_heads=2, max_position_embeddings=4096, rope_theta=10000.0, rms_norm_eps=1e-6,
+             tie_word_embeddings=False, use_sliding_window=False, initializer_range=0.1)),
+}
+
+
+def train_tokenizer(out: Path, max_length: int) -> int:
+    """Byte-level BPE of VOCAB_SIZE on the general-text corpus, written in HF format; its size."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
+                                                 pre_tokenizers.ByteLevel(add_prefix_space=False)])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=VOCAB_SIZE, special_tokens=SPECIAL, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(general_passages(), trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=SPECIAL[0], bos_token=SPECIAL[0],
+                                   pad_token=SPECIAL[1], model_max_length=max_length,
+                                   clean_up_tokenization_spaces=False)
+    fast.save_pretrained(str(out))
+    return tok.get_vocab_size()
+
+
+def build_random(arch: str, out: Path, seed: int = 0) -> Path:
+    """Write a random `arch` model (ARCHITECTURES) with its tokenizer to `out`; returns the folder."""
+    if arch not in ARCHITECTURES:
+        raise InfercheckError(f"unknown architecture {arch!r} (known: {', '.join(ARCHITECTURES)})")
+    if out.exists() and any(out.iterdir()):
+        raise InfercheckError(f"{out}: not empty (a random model is written to a new folder)")
+    import torch
+    import transformers
+
+    spec = ARCHITECTURES[arch]
+    out.mkdir(parents=True, exist_ok=True)
+    vocab = train_tokenizer(out, spec.config["max_position_embeddings"])
+    config = getattr(transformers, spec.config_class)(vocab_size=(vocab + 63) // 64 * 64, bos_token_id=0,
+                                                      eos_token_id=0, pad_token_id=1, **spec.config)
+    torch.manual_seed(seed)
+    model = getattr(transformers, spec.model_class)(config)
+    with torch.no_grad():  # biases start at zero; random ones exercise the engine's bias path too
+        for name, param in model.named_parameters():
+            if name.endswith(".bias"):
+                param.normal_(0.0, spec.config["initializer_range"])
+    model.to(torch.float32).save_pretrained(str(out))
+    manifest = {"name": out.name, "architecture": arch, "description": spec.description, "trained": False,
+                "seed": seed, "build_command": f"infercheck models random {arch} --out {out} --seed {seed}",
+                "files": file_digests(out)}
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return out
