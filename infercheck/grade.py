@@ -41,6 +41,7 @@ class Settings:
     profile: dict[str, float]
     signals: dict[str, float]
     floor: FloorSettings | None = None
+    base_unmodified: bool = True  # base is the unmodified engine (no base patches)
 
 
 def run_errors(stored: StoredRun) -> list[Flag]:
@@ -90,7 +91,7 @@ def app_checks(plan: Plan, stored: StoredRun, engine: dict[Variant, list[Request
                    for v in ENGINE_VARIANTS}
         checks.append(app_check(app, plan.app_reasons.get(app.name, ""),
                                 app.check_name in affected or app.name in affected, mine, refs, runtime, params,
-                                settings.profile, settings.signals, drift, plan.draw))
+                                settings.profile, settings.signals, drift, plan.draw, settings.base_unmodified))
     return checks
 
 

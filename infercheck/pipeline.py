@@ -79,7 +79,8 @@ def graded_flags(found: Intake, graded: Graded) -> list[Flag]:
 
 def grade_run(found: Intake, the_plan: Plan, stored: StoredRun) -> Graded:
     """Grade a run's stored results (the pure stage over what the run stage left)."""
-    return grade(the_plan, stored, Settings(found.profile, found.signals, found.floor), found.patch.text)
+    return grade(the_plan, stored, Settings(found.profile, found.signals, found.floor, not found.base_patches),
+                 found.patch.text)
 
 
 def with_seed(opts: ValidateOptions) -> ValidateOptions:

@@ -30,10 +30,11 @@ def observe(variant: Variant, comparisons: list[Comparison], runtime: Runtime, n
 def app_check(app: App, why: str, affected: bool, engine: dict[Variant, list[RequestResult]],
               refs: dict[Variant, dict[str, RequestResult]], runtime: dict[Variant, Runtime],
               params: dict[str, dict[str, Any]], profile: dict[str, float],
-              signals: dict[str, float], drift: float = 0.0, draw: Draw = Draw()) -> CheckResult:
+              signals: dict[str, float], drift: float = 0.0, draw: Draw = Draw(),
+              base_unmodified: bool = True) -> CheckResult:
     """engine/refs/runtime: variant -> this app's results / reference scorings / runtime record;
     drift: the whole patched run's log speed ratio to base (signals.machine_drift); draw: the run's
-    prompt draw."""
+    prompt draw; base_unmodified: base is the unmodified engine (no base patches)."""
     criterion = app.criterion or "; ".join(app.compare)
     comparisons = {v: [] if runtime[v].error else
                    run_comparators(ComparatorInput(app, engine[v], refs[v], params, profile, draw))
@@ -59,7 +60,8 @@ def app_check(app: App, why: str, affected: bool, engine: dict[Variant, list[Req
     if not patched.passed:
         flags.append(CheckFlag.NOT_RESTORED)
     bypassed = workaround_signals(runtime[Variant.BASE], runtime[Variant.PATCHED], app.record, signals, drift)
-    bypassed += workaround_signs(app.compare, comparisons[Variant.BASE], comparisons[Variant.PATCHED])
+    bypassed += workaround_signs(app.compare, comparisons[Variant.BASE], comparisons[Variant.PATCHED],
+                                 base_unmodified)
     if "throughput" in app.record:
         payload.throughput_recorded = True
         payload.throughput = throughput_signal(runtime[Variant.BASE], runtime[Variant.PATCHED], signals, drift)

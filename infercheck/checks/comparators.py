@@ -65,6 +65,9 @@ class Comparator:
     doc: str
     workaround: WorkaroundFn | None = None
     prompts: bool = False
+    # The sign reads base as the unmodified engine's behaviour (not a bug's): withheld where base
+    # carries base patches (a case's bug), whose difference from patched may be the bug itself.
+    sign_needs_unmodified_base: bool = False
 
     def shown_detail(self, detail: dict[str, Any]) -> dict[str, Any]:
         """The part of a Comparison's detail the report lists."""
@@ -75,15 +78,16 @@ REGISTRY: dict[str, Comparator] = {}
 
 
 def comparator(name: str, *, reference: bool = False, full_distributions: bool = False, processed: bool = False,
-               prompts: bool = False, shown: tuple[str, ...] = (),
-               workaround: WorkaroundFn | None = None) -> Callable[[CompareFn], CompareFn]:
+               prompts: bool = False, shown: tuple[str, ...] = (), workaround: WorkaroundFn | None = None,
+               sign_needs_unmodified_base: bool = False) -> Callable[[CompareFn], CompareFn]:
     """Register `fn` as the comparator `name` (see the module docstring)."""
     def register(fn: CompareFn) -> CompareFn:
         if name in REGISTRY:
             raise ValueError(f"comparator {name!r} registered twice")
         REGISTRY[name] = Comparator(name, fn, reference or full_distributions or processed or prompts,
                                     full_distributions or processed, processed, shown,
-                                    (fn.__doc__ or "").strip().split("\n")[0], workaround, prompts)
+                                    (fn.__doc__ or "").strip().split("\n")[0], workaround, prompts,
+                                    sign_needs_unmodified_base)
         return fn
     return register
 
@@ -112,9 +116,12 @@ def needs_processing(names: tuple[str, ...]) -> bool:
     return any(REGISTRY[n].processed for n in names)
 
 
-def workaround_signs(names: tuple[str, ...], base: list[Comparison], patched: list[Comparison]) -> list[str]:
-    """The workaround signs the app's comparators declare, each from its base and patched comparisons."""
-    signs = [(REGISTRY[n].workaround, n) for n in names if REGISTRY[n].workaround is not None]
+def workaround_signs(names: tuple[str, ...], base: list[Comparison], patched: list[Comparison],
+                     base_unmodified: bool = True) -> list[str]:
+    """The workaround signs the app's comparators declare, each from its base and patched comparisons;
+    base_unmodified: base is the unmodified engine (no base patches), which some signs need."""
+    signs = [(REGISTRY[n].workaround, n) for n in names if REGISTRY[n].workaround is not None
+             and (base_unmodified or not REGISTRY[n].sign_needs_unmodified_base)]
     return [why for sign, n in signs if (why := sign(comparison_named(base, n), comparison_named(patched, n)))]
 
 
@@ -200,7 +207,7 @@ def prefix_cache_hits(inp: ComparatorInput, options: dict[str, Any]) -> Comparis
 
 
 @comparator("positions", prompts=True, shown=("failing_cells", "first_failure", "tolerance", "positions"),
-            workaround=position_checks.bypassed_kernel_sign)
+            workaround=position_checks.bypassed_kernel_sign, sign_needs_unmodified_base=True)
 def positions(inp: ComparatorInput, options: dict[str, Any]) -> Comparison:
     """Prompt logprobs at every prompt position of every config variant match the reference's, per bucket."""
     return position_checks.compare_positions(inp.results, inp.refs, position_grid.buckets(inp.workload),

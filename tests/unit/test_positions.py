@@ -189,3 +189,19 @@ def test_kernel_dispatch_equal_to_forward_native_on_patched_only_is_workaround_e
     assert patched.detail["same_as_native"] == ["yarn-4"]
     assert "yarn-4" in (bypassed_kernel_sign(base, patched) or "")
     assert bypassed_kernel_sign(patched, patched) is None  # equal on both: not the patch's doing
+
+
+def test_the_bypass_sign_is_withheld_where_base_is_not_the_unmodified_engine():
+    """Where base carries base patches (a case's bug), base's difference from forward_native may be
+    the bug itself: a root fix that computes the native arithmetic exactly is no bypass."""
+    from infercheck.checks.comparators import workaround_signs
+
+    tol = BucketTolerance(1e-3, {})
+    kernel, ref = position_result("yarn-4", [1e-4, 2e-4, 3e-4])
+    native, _ = position_result("yarn-4~native", [1e-4, 2e-4, 3.5e-4])
+    routed, _ = position_result("yarn-4", [1e-4, 2e-4, 3.5e-4])
+    refs = {kernel.id: ref, native.id: ref}
+    base = [compare_positions([kernel, native], refs, (8,), tol)]
+    patched = [compare_positions([routed, native], refs, (8,), tol)]
+    assert workaround_signs(("positions",), base, patched, base_unmodified=True)
+    assert workaround_signs(("positions",), base, patched, base_unmodified=False) == []
