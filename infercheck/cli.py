@@ -70,13 +70,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     models = sub.add_parser("models", help="the bundled tiny model zoo")
     msub = models.add_subparsers(dest="models_command", required=True)
-    mb = msub.add_parser("build", help="train and write the bundled models (deterministic)")
+    mb = msub.add_parser("build", help="train (or, for the state-space ones, draw) and write the bundled models (deterministic)")
     mb.add_argument("names", nargs="*")
     mb.add_argument("--force", action="store_true")
     msub.add_parser("list", help="bundled models and whether their files match the manifest")
     mr = msub.add_parser("random", help="write a model that is not bundled: random weights of an architecture "
                                         "with its own tokenizer (for --model offline; deterministic)")
-    mr.add_argument("arch", help="architecture (qwen2)")
+    mr.add_argument("arch", help="architecture (qwen2, mamba2, granitemoehybrid)")
     mr.add_argument("--out", type=Path, required=True, help="a new folder")
     mr.add_argument("--seed", type=int, default=0)
 
@@ -153,6 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
     cm.add_argument("--timeout", type=float, default=3600.0, help="worker timeout in seconds")
     cm.add_argument("--reuse", action="store_true", help="record from a finished run of the same job in --work "
                                                          "instead of running it again")
+    cm.add_argument("--add", action="store_true", help="run only the apps the stored map lacks or recorded from "
+                                                       "another definition, merged into the finished full run in "
+                                                       "--work (minutes instead of tens of minutes)")
 
     rep = sub.add_parser("report", help="re-render a report folder from its stored results (no engine)")
     rep.add_argument("folder", type=Path)

@@ -38,6 +38,7 @@ from infercheck.plan import Workload
 from infercheck.prompts import Prompt, build_prompts
 from infercheck.records import ValidationRun
 from infercheck.suites import suites_for_model
+from infercheck.engine_limits import load_limitations
 from infercheck.run.job import Group, Job, Request
 from infercheck.run.launcher import launch
 from infercheck.run.slots import default_jobs
@@ -47,7 +48,7 @@ PARITY_LOGPROB_TOL_FP32 = 1e-4
 
 def cmd_models(args: argparse.Namespace) -> int:
     if args.models_command == "list":
-        for name in zoo.SPECS:
+        for name in zoo.bundled_names():
             ok, detail = zoo.verify(name)
             print(f"{name:16s} {'ok ' if ok else 'BAD'} {detail}")
         return 0
@@ -57,11 +58,15 @@ def cmd_models(args: argparse.Namespace) -> int:
         folder = build_random(args.arch, args.out, args.seed)
         print(f"{folder}: random {args.arch} (seed {args.seed}); use it with --model {folder}")
         return 0
-    unknown = [n for n in args.names if n not in zoo.SPECS]
+    from infercheck.models.random_build import build_bundled
+
+    known = zoo.bundled_names()
+    unknown = [n for n in args.names if n not in known]
     if unknown:
-        raise InfercheckError(f"unknown model(s): {', '.join(unknown)} (known: {', '.join(zoo.SPECS)})")
-    for name in args.names or list(zoo.SPECS):
-        zoo.build(name, force=args.force, log=progress)
+        raise InfercheckError(f"unknown model(s): {', '.join(unknown)} (known: {', '.join(known)})")
+    for name in args.names or known:
+        build = zoo.build if name in zoo.SPECS else build_bundled
+        build(name, force=args.force, log=progress)
     return 0
 
 
@@ -155,6 +160,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(f"infercheck {__version__}  python {sys.version.split()[0]}  device {device}")
     engine = find_installed_engine()
     print(f"engine: {engine.distribution} {engine.version} at {engine.package_dir}")
+    for limit in load_limitations():
+        if limit.applies_to(engine.version, device):
+            print(f"  known limitation of this build (suites/engine_limits.yaml): {limit.line()}")
     out = run_dir(None, "doctor")
     from infercheck.run.probe import probe_env
 
@@ -163,7 +171,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(f"  {key:12s} {info.get(key)}")
     print(f"  accelerator  {info.get('device_name', 'cpu')}")
     healthy = True
-    for name in zoo.SPECS:
+    for name in zoo.bundled_names():
         ok, detail = zoo.verify(name)
         healthy &= ok
         print(f"model {name:16s} {'ok' if ok else 'PROBLEM'}: {detail}")
@@ -394,7 +402,7 @@ def cmd_codemap(args: argparse.Namespace) -> int:
     from infercheck.codemap_run import build_codemap
 
     work = args.work or cache_dir() / "codemap-run"
-    codemap, path = build_codemap(work, args.timeout, progress, args.out, args.reuse)
+    codemap, path = build_codemap(work, args.timeout, progress, args.out, args.reuse, args.add)
     sizes = ", ".join(f"{app} {len(f)}" for app, f in sorted(codemap.reach.items()))
     print(f"{path}: {codemap.engine}; baseline {len(codemap.baseline)} functions; reach: {sizes}")
     return 0

@@ -20,6 +20,7 @@ from infercheck.checks.static_signals import static_check
 from infercheck.prompts import source_texts
 from infercheck.checks.symptom import NAME as SYMPTOM_CHECK
 from infercheck.checks.symptom import app_symptom_check, symptom_check
+from infercheck.engine_limits import Limitation
 from infercheck.names import ENGINE_VARIANTS, CheckKind, Stage, SymptomKind, Variant, error_code
 from infercheck.plan import ALONE, SYMPTOM, Plan, engine_job, group_checks, parity_workloads, reference_job
 from infercheck.records import CheckResult, Flag
@@ -42,6 +43,7 @@ class Settings:
     signals: dict[str, float]
     floor: FloorSettings | None = None
     base_unmodified: bool = True  # base is the unmodified engine (no base patches)
+    limitations: tuple[Limitation, ...] = ()  # the engine's known limitations (suites/engine_limits.yaml)
 
 
 def run_errors(stored: StoredRun) -> list[Flag]:
@@ -91,7 +93,8 @@ def app_checks(plan: Plan, stored: StoredRun, engine: dict[Variant, list[Request
                    for v in ENGINE_VARIANTS}
         checks.append(app_check(app, plan.app_reasons.get(app.name, ""),
                                 app.check_name in affected or app.name in affected, mine, refs, runtime, params,
-                                settings.profile, settings.signals, drift, plan.draw, settings.base_unmodified))
+                                settings.profile, settings.signals, drift, plan.draw, settings.base_unmodified,
+                                settings.limitations))
     return checks
 
 

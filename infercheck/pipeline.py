@@ -22,6 +22,7 @@ from infercheck.build.tree import find_installed_engine
 from infercheck.build.variants import build_variants
 from infercheck.console import LiveWorkers, Progress
 from infercheck.device import detect_device
+from infercheck.engine_limits import load_limitations
 from infercheck.draw import Draw
 from infercheck.execute import Runner, execute
 from infercheck.grade import Graded, Settings, grade
@@ -79,8 +80,8 @@ def graded_flags(found: Intake, graded: Graded) -> list[Flag]:
 
 def grade_run(found: Intake, the_plan: Plan, stored: StoredRun) -> Graded:
     """Grade a run's stored results (the pure stage over what the run stage left)."""
-    return grade(the_plan, stored, Settings(found.profile, found.signals, found.floor, not found.base_patches),
-                 found.patch.text)
+    settings = Settings(found.profile, found.signals, found.floor, not found.base_patches, load_limitations())
+    return grade(the_plan, stored, settings, found.patch.text)
 
 
 def with_seed(opts: ValidateOptions) -> ValidateOptions:

@@ -9,6 +9,7 @@ from typing import Any
 from infercheck.checks.comparators import ComparatorInput, run_comparators, workaround_signs
 from infercheck.checks.signals import Runtime, throughput_signal, workaround_signals
 from infercheck.draw import Draw
+from infercheck.engine_limits import Limitation, matching
 from infercheck.names import ENGINE_VARIANTS, CheckFlag, Variant
 from infercheck.payloads import AppDetail, AppPayload, Comparison, ReferenceDetail
 from infercheck.records import CheckResult, Observation
@@ -31,10 +32,11 @@ def app_check(app: App, why: str, affected: bool, engine: dict[Variant, list[Req
               refs: dict[Variant, dict[str, RequestResult]], runtime: dict[Variant, Runtime],
               params: dict[str, dict[str, Any]], profile: dict[str, float],
               signals: dict[str, float], drift: float = 0.0, draw: Draw = Draw(),
-              base_unmodified: bool = True) -> CheckResult:
+              base_unmodified: bool = True, limitations: tuple[Limitation, ...] = ()) -> CheckResult:
     """engine/refs/runtime: variant -> this app's results / reference scorings / runtime record;
     drift: the whole patched run's log speed ratio to base (signals.machine_drift); draw: the run's
-    prompt draw; base_unmodified: base is the unmodified engine (no base patches)."""
+    prompt draw; base_unmodified: base is the unmodified engine (no base patches); limitations: the
+    engine's known limitations (an app base cannot run because of one says so)."""
     criterion = app.criterion or "; ".join(app.compare)
     comparisons = {v: [] if runtime[v].error else
                    run_comparators(ComparatorInput(app, engine[v], refs[v], params, profile, draw))
@@ -45,7 +47,7 @@ def app_check(app: App, why: str, affected: bool, engine: dict[Variant, list[Req
         "HF transformers float32 (teacher-forced scoring and exact distributions)"))
     flags = []
     if base.error:
-        payload.note = "the app failed on base, so this run cannot judge the patch on it"
+        payload.note = base_failed_note(base.error, runtime[Variant.PATCHED], limitations)
         return CheckResult(app.check_name, app.kind, METRIC, criterion, affected, base, patched, reference,
                            flags, payload, [], why)
     if patched.error and not runtime[Variant.PATCHED].engine_raised:
@@ -72,6 +74,17 @@ def app_check(app: App, why: str, affected: bool, engine: dict[Variant, list[Req
                 for c in comparisons[v] for e in c.examples][:MAX_EXAMPLES]
     return CheckResult(app.check_name, app.kind, METRIC, criterion, affected, base, patched, reference, flags,
                        payload, examples, why)
+
+
+def base_failed_note(error: str, patched: Runtime, limitations: tuple[Limitation, ...]) -> str:
+    """Why an app base could not run judges nothing: a known limitation of this engine build (named,
+    with its cause), or an unknown failure."""
+    limit = matching(error, limitations)
+    if limit is None:
+        return "the app failed on base, so this run cannot judge the patch on it"
+    ran = "the patched engine ran it" if not patched.error else "the patched engine fails the same way"
+    return (f"engine limitation of this build, not a failure of the patch: {limit.line()} ({limit.cause}); "
+            f"{ran}; this run cannot judge the patch on it")
 
 
 SERVES = "serves"  # the pseudo-comparator a crash fails: the engine serves every request base served

@@ -15,10 +15,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from infercheck.errors import InfercheckError
-from infercheck.models.zoo import MANIFEST, file_digests
+from infercheck.models.zoo import MANIFEST, RANDOM_SPECS, file_digests, verify
+from infercheck.paths import MODELS_DIR
 from infercheck.models.general_text import general_passages
 
 SPECIAL = ["<|endoftext|>", "<|pad|>"]
@@ -31,6 +32,7 @@ class RandomArch:
     config_class: str  # in transformers
     model_class: str
     config: dict[str, Any] = field(default_factory=dict)
+    max_length: int = 4096  # the tokenizer's model_max_length (state-space models have no position table)
 
 
 ARCHITECTURES: dict[str, RandomArch] = {
@@ -40,6 +42,30 @@ ARCHITECTURES: dict[str, RandomArch] = {
         dict(hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
              num_key_value_heads=2, max_position_embeddings=4096, rope_theta=10000.0, rms_norm_eps=1e-6,
              tie_word_embeddings=False, use_sliding_window=False, initializer_range=0.1)),
+    # Mamba2's state-space duality computes a prompt in chunks of chunk_size; at 64 the general-text
+    # prompts (60-1000 tokens) span up to 16 chunks, so state carried between chunks is exercised.
+    # Small time steps make the state decay slowly: measured in HF, dropping the first 336 of 400
+    # tokens moves the next token's logprobs by up to 0.44 (4.8e-3 with the default 1e-3-0.1), so
+    # state lost between chunks or steps shows far above float32 noise.
+    "mamba2": RandomArch(
+        "Mamba2, 2 layers, hidden 128, 8 SSM heads of dim 32, state 32, 1 group, conv 4, chunk size 64, "
+        "time steps 5e-4-1e-2 (a state that remembers hundreds of tokens)",
+        "Mamba2Config", "Mamba2ForCausalLM",
+        dict(hidden_size=128, num_hidden_layers=2, num_heads=8, head_dim=32, expand=2, state_size=32,
+             n_groups=1, conv_kernel=4, chunk_size=64, tie_word_embeddings=False, initializer_range=0.1,
+             time_step_min=0.0005, time_step_max=0.01)),
+    # GraniteMoeHybrid: a Mamba2 layer then a full-attention layer (rotary), each with a 4-expert
+    # top-2 MoE beside a shared MLP; the hybrid KV cache holds a Mamba state and a paged KV cache.
+    "granitemoehybrid": RandomArch(
+        "GraniteMoeHybrid, a Mamba2 layer (8 heads of dim 32, state 32, chunk size 64) and a full-attention "
+        "layer (4 query / 2 KV heads of dim 32, rotary), MoE of 4 experts top-2 beside a shared MLP",
+        "GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM",
+        dict(hidden_size=128, intermediate_size=128, shared_intermediate_size=256, num_hidden_layers=2,
+             layer_types=["mamba", "attention"], num_attention_heads=4, num_key_value_heads=2,
+             max_position_embeddings=4096, position_embedding_type="rope", rms_norm_eps=1e-6,
+             num_local_experts=4, num_experts_per_tok=2, mamba_n_heads=8, mamba_d_head=32,
+             mamba_d_state=32, mamba_n_groups=1, mamba_d_conv=4, mamba_expand=2, mamba_chunk_size=64,
+             tie_word_embeddings=False, initializer_range=0.1)),
 }
 
 
@@ -62,8 +88,24 @@ def train_tokenizer(out: Path, max_length: int) -> int:
     return tok.get_vocab_size()
 
 
-def build_random(arch: str, out: Path, seed: int = 0) -> Path:
-    """Write a random `arch` model (ARCHITECTURES) with its tokenizer to `out`; returns the folder."""
+def build_bundled(name: str, force: bool = False, log: Callable[[str], None] = print) -> Path:
+    """Write one of the zoo's random-weight models (zoo.RANDOM_SPECS) under suites/models/; skipped
+    when present and matching its manifest."""
+    spec = RANDOM_SPECS[name]
+    folder = MODELS_DIR / name
+    if not force and verify(name)[0]:
+        log(f"{name}: up to date")
+        return folder
+    if folder.exists():
+        for old in folder.iterdir():
+            old.unlink()
+    log(f"{name}: random {spec.architecture} (seed {spec.seed})")
+    return build_random(spec.architecture, folder, spec.seed, f"infercheck models build {name} --force")
+
+
+def build_random(arch: str, out: Path, seed: int = 0, command: str | None = None) -> Path:
+    """Write a random `arch` model (ARCHITECTURES) with its tokenizer to `out`; returns the folder.
+    command: how to rebuild it (the manifest says), `models random` by default."""
     if arch not in ARCHITECTURES:
         raise InfercheckError(f"unknown architecture {arch!r} (known: {', '.join(ARCHITECTURES)})")
     if out.exists() and any(out.iterdir()):
@@ -73,7 +115,7 @@ def build_random(arch: str, out: Path, seed: int = 0) -> Path:
 
     spec = ARCHITECTURES[arch]
     out.mkdir(parents=True, exist_ok=True)
-    vocab = train_tokenizer(out, spec.config["max_position_embeddings"])
+    vocab = train_tokenizer(out, spec.max_length)
     config = getattr(transformers, spec.config_class)(vocab_size=(vocab + 63) // 64 * 64, bos_token_id=0,
                                                       eos_token_id=0, pad_token_id=1, **spec.config)
     torch.manual_seed(seed)
@@ -81,10 +123,10 @@ def build_random(arch: str, out: Path, seed: int = 0) -> Path:
     with torch.no_grad():  # biases start at zero; random ones exercise the engine's bias path too
         for name, param in model.named_parameters():
             if name.endswith(".bias"):
-                param.normal_(0.0, spec.config["initializer_range"])
+                param.normal_(0.0, spec.config.get("initializer_range", 0.1))
     model.to(torch.float32).save_pretrained(str(out))
     manifest = {"name": out.name, "architecture": arch, "description": spec.description, "trained": False,
-                "seed": seed, "build_command": f"infercheck models random {arch} --out {out} --seed {seed}",
+                "seed": seed, "build_command": command or f"infercheck models random {arch} --out {out} --seed {seed}",
                 "files": file_digests(out)}
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return out

@@ -60,9 +60,33 @@ SPECS: dict[str, ModelSpec] = {
 }
 
 
+@dataclass(frozen=True)
+class RandomSpec:
+    """A bundled model with random weights: an architecture of models/random_build.py, its seed."""
+    name: str
+    architecture: str
+    seed: int
+    why: str
+
+
+# State-space and hybrid models (docs/design.md, "State-space and hybrid models"): random weights and
+# the general-text tokenizer, so the model-agnostic suites judge them; nothing to learn for parity.
+RANDOM_SPECS: dict[str, RandomSpec] = {
+    "tiny-mamba2": RandomSpec("tiny-mamba2", "mamba2", 0,
+                              "a state-space model: Mamba2 layers only, their state carried between prefill chunks"),
+    "tiny-hybrid": RandomSpec("tiny-hybrid", "granitemoehybrid", 0,
+                              "a hybrid KV cache: a Mamba2 layer's state beside a full-attention layer's paged KV"),
+}
+
+
+def bundled_names() -> list[str]:
+    """Every bundled model: the trained addition models, then the random-weight ones."""
+    return [*SPECS, *RANDOM_SPECS]
+
+
 def model_dir(name_or_path: str) -> Path:
     """Resolve a zoo name or a folder path; one clear error when neither exists."""
-    if name_or_path in SPECS:
+    if name_or_path in SPECS or name_or_path in RANDOM_SPECS:
         path = MODELS_DIR / name_or_path
     else:
         path = Path(name_or_path).expanduser()
@@ -70,7 +94,7 @@ def model_dir(name_or_path: str) -> Path:
         looks_like_hub_id = name_or_path.count("/") == 1 and not path.exists()
         if looks_like_hub_id and (hub_reachable() or cached_on_disk(name_or_path, "models")):
             return Path(name_or_path)  # a hub id: the workers download it, or read the local copy offline
-        known = ", ".join(SPECS)
+        known = ", ".join(bundled_names())
         hint = (" — it looks like a hub id, but the Hugging Face hub is not reachable (offline) and the local hub "
                 "cache has no copy of it") if looks_like_hub_id else ""
         raise InfercheckError(f"model not found: {name_or_path} (no config.json there; bundled models: {known}){hint}")
@@ -78,9 +102,10 @@ def model_dir(name_or_path: str) -> Path:
 
 
 def carries_general_text(model_name: str) -> bool:
-    """Can the model's tokenizer carry general text (capitals, any ASCII punctuation)? The bundled
-    models' character vocabulary (models/tokenizer.py) cannot; any other model is taken to have a
-    general tokenizer (every released LLM tokenizer covers printable ASCII)."""
+    """Can the model's tokenizer carry general text (capitals, any ASCII punctuation)? The trained
+    bundled models' character vocabulary (models/tokenizer.py) cannot; the random-weight ones have
+    a byte-level BPE, and any other model is taken to have a general tokenizer (every released LLM
+    tokenizer covers printable ASCII)."""
     return model_name not in SPECS
 
 
@@ -110,6 +135,8 @@ def verify(name: str) -> tuple[bool, str]:
         return False, "missing (run `infercheck models build`)"
     if file_digests(folder) != manifest["files"]:
         return False, "files differ from manifest digests"
+    if not manifest.get("trained", True):
+        return True, f"ok, random weights (seed {manifest.get('seed')})"
     acc = manifest.get("accuracy", {})
     return True, "ok, " + ", ".join(f"{k} {v:.3f}" for k, v in acc.items())
 

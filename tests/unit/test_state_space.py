@@ -1,0 +1,78 @@
+"""State-space and hybrid models (docs/design.md, "State-space and hybrid models"): the zoo's
+random-weight models, the workers' prefix-caching default for recurrent layers, and the engine
+limitations an app that base cannot run is reported as."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from infercheck.apps import load_apps
+from infercheck.checks.app_check import app_check
+from infercheck.checks.signals import Runtime, runtime_of
+from infercheck.engine_limits import Limitation, load_limitations, matching
+from infercheck.models import zoo
+from infercheck.neighbours import select_neighbours
+from infercheck.run.job import GroupResult
+from infercheck.run.vllm_backend import carries_recurrent_state
+
+PROFILE = {"max_kl": 1e-4, "mean_kl": 1e-5, "max_abs_dlogprob": 1e-3, "min_top1": 1.0, "near_tie": 1e-3}
+SIGNALS = {"hit_rate_drop": 0.5, "min_base_hit_rate": 0.2, "throughput_floor": 0.3, "noise_factor": 3.0,
+           "min_steps": 6, "alpha": 0.01}
+
+
+@pytest.mark.parametrize("name", ["tiny-mamba2", "tiny-hybrid"])
+def test_the_random_zoo_models_rebuild_to_their_committed_files(tmp_path, name):
+    from infercheck.models.random_build import build_random
+
+    spec = zoo.RANDOM_SPECS[name]
+    build_random(spec.architecture, tmp_path / name, spec.seed)
+    committed = json.loads((zoo.model_dir(name) / zoo.MANIFEST).read_text())
+    assert zoo.file_digests(tmp_path / name) == committed["files"] and committed["trained"] is False
+    assert zoo.verify(name) == (True, "ok, random weights (seed 0)")
+    assert zoo.carries_general_text(name) and not zoo.trained_on_addition(name)
+    assert carries_recurrent_state(json.loads((zoo.model_dir(name) / "config.json").read_text()))
+
+
+@pytest.mark.parametrize("config,recurrent", [
+    ({"model_type": "mamba2"}, True),
+    ({"model_type": "granitemoehybrid", "layer_types": ["mamba", "attention"]}, True),
+    ({"model_type": "qwen3_next", "layer_types": ["linear_attention", "full_attention"]}, True),
+    ({"model_type": "jamba", "layers_block_type": ["mamba", "attention"]}, True),
+    ({"model_type": "gemma3", "layer_types": ["sliding_attention", "full_attention"]}, False),
+    ({"model_type": "llama"}, False),
+])
+def test_recurrent_layers_are_read_from_the_models_config(config, recurrent):
+    assert carries_recurrent_state(config) is recurrent
+
+
+def test_the_known_limitation_matches_its_error_on_its_build_only():
+    (limit,) = [x for x in load_limitations() if x.id == "cpu-mamba-prefix-caching"]
+    assert limit.applies_to("0.32.0", "cpu") and not limit.applies_to("0.32.0", "cuda")
+    assert not limit.applies_to("0.33.0", "cpu")
+    assert matching("app:x:burst: IndexError: index 4 is out of bounds for dimension 0 with size 1", (limit,))
+    assert matching("IndexError: list index out of range", (limit,)) is None
+
+
+def test_an_app_base_cannot_run_for_a_known_limitation_says_so_and_judges_nothing():
+    app = load_apps()["hybrid-prefix-cache"]
+    crashed = runtime_of([GroupResult("app:hybrid-prefix-cache:burst", {}, 3, 0, 0, 0.0, 0.0, error_kind="exception",
+                                      error="IndexError: index 4 is out of bounds for dimension 0 with size 1")])
+    limit = Limitation("cpu-mamba-prefix-caching", "0.32.", "cpu", "prefix caching on Mamba layers",
+                       r"IndexError: index \d+ is out of bounds", "the CPU scan keeps no chunk states")
+    engine = {"base": [], "patched": []}
+    refs = {"base": {}, "patched": {}}
+    for patched, ran in ((crashed, "fails the same way"), (Runtime(1000.0, 0.8, 0, []), "ran it")):
+        check = app_check(app, "", True, engine, refs, {"base": crashed, "patched": patched}, {}, PROFILE, SIGNALS,
+                          limitations=(limit,))
+        assert check.flags == [] and check.base.passed is None
+        assert "engine limitation of this build" in check.payload.note and "cpu-mamba-prefix-caching" in check.payload.note
+        assert ran in check.payload.note
+    unknown = app_check(app, "", True, engine, refs, {"base": crashed, "patched": crashed}, {}, PROFILE, SIGNALS)
+    assert "limitation" not in unknown.payload.note and "cannot judge" in unknown.payload.note
+
+
+def test_a_mamba_kernel_patch_reaches_the_state_space_apps():
+    chosen = {s.name for s in select_neighbours(["vllm/model_executor/layers/mamba/ops/cpu/mamba_ssm.py"])}
+    assert {"state-space-chunked-prefill", "hybrid-prefix-cache"} <= chosen
