@@ -75,14 +75,16 @@ def build_codemap(work_dir: Path, timeout_s: float, progress: Progress, out: Pat
         trace = json.loads((work_dir / TRACE).read_text())
     checks = group_checks(job)
     limits = load_limitations()
-    for group in run.groups():
-        if group.error and (limit := matching(group.error, limits)):
+    failed: set[str] = set()
+    for group in (g for g in run.groups() if g.error):
+        if limit := matching(group.error, limits):
             progress(f"codemap: {group.name} stopped at this build's known limitation {limit.id}; "
                      f"its reach is what it ran before")
-    failed = sorted({c for g in run.groups() if g.error and not matching(g.error, limits)
-                     for c in checks.get(g.name, [])})
+        else:
+            failed.update(checks.get(group.name, []))
     if failed:
-        raise InfercheckError(f"codemap: groups of {', '.join(failed)} failed on the clean engine; not recorded")
+        raise InfercheckError(f"codemap: groups of {', '.join(sorted(failed))} failed on the clean engine; "
+                              f"not recorded")
     files = {f for group in trace.values() for f in group}
     codemap = record_codemap(f"{engine.distribution} {engine.version}", lines_by_check(trace, checks),
                              engine_sources(engine.package_dir, files), BASELINE_SUITES,
@@ -108,8 +110,10 @@ def added_trace(job: Job, apps: dict[str, App], stored: CodeMap | None, work_dir
                               f"(run `infercheck codemap build` once, or name it with --work)")
     stale = set(stored.stale(app_digests(apps)) if stored else apps)
     checks = group_checks(job)
-    baseline = [g for g in job.groups if not set(checks[g.name]) & {a.check_name for a in apps.values()}]
-    added = [g for g in job.groups if any(c in {apps[n].check_name for n in stale} for c in checks[g.name])]
+    app_checks = {a.check_name for a in apps.values()}
+    stale_checks = {apps[n].check_name for n in stale}
+    baseline = [g for g in job.groups if not app_checks & set(checks[g.name])]
+    added = [g for g in job.groups if stale_checks & set(checks[g.name])]
     if not added:
         raise InfercheckError("codemap --add: the stored map is current for every app; nothing to add")
     progress(f"codemap: adding {', '.join(sorted(stale))} ({len(added)} engine group(s)) to the run in {work_dir}")

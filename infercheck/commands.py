@@ -20,6 +20,7 @@ from infercheck.checks.parity import compare_greedy, summarize
 from infercheck.console import Console, parse_engine_arg, progress
 from infercheck.device import detect_device
 from infercheck.draw import Draw, chosen_seed
+from infercheck.engine_limits import load_limitations
 from infercheck.errors import InfercheckError
 from infercheck.models import zoo
 from infercheck.candidates import CANDIDATES_JSON, patch_files, ranking_text, validate_candidates, write_candidates
@@ -38,7 +39,6 @@ from infercheck.plan import Workload
 from infercheck.prompts import Prompt, build_prompts
 from infercheck.records import ValidationRun
 from infercheck.suites import suites_for_model
-from infercheck.engine_limits import load_limitations
 from infercheck.run.job import Group, Job, Request
 from infercheck.run.launcher import launch
 from infercheck.run.slots import default_jobs

@@ -22,8 +22,8 @@ from infercheck.build.tree import find_installed_engine
 from infercheck.build.variants import build_variants
 from infercheck.console import LiveWorkers, Progress
 from infercheck.device import detect_device
-from infercheck.engine_limits import load_limitations
 from infercheck.draw import Draw
+from infercheck.engine_limits import load_limitations
 from infercheck.execute import Runner, execute
 from infercheck.grade import Graded, Settings, grade
 from infercheck.intake import Intake, intake, save_selection, with_stored_selection

@@ -66,16 +66,15 @@ class RandomSpec:
     name: str
     architecture: str
     seed: int
-    why: str
 
 
 # State-space and hybrid models (docs/design.md, "State-space and hybrid models"): random weights and
 # the general-text tokenizer, so the model-agnostic suites judge them; nothing to learn for parity.
+# tiny-mamba2: Mamba2 layers only, their state carried between prefill chunks; tiny-hybrid: a hybrid
+# KV cache, a Mamba2 layer's state beside a full-attention layer's paged KV.
 RANDOM_SPECS: dict[str, RandomSpec] = {
-    "tiny-mamba2": RandomSpec("tiny-mamba2", "mamba2", 0,
-                              "a state-space model: Mamba2 layers only, their state carried between prefill chunks"),
-    "tiny-hybrid": RandomSpec("tiny-hybrid", "granitemoehybrid", 0,
-                              "a hybrid KV cache: a Mamba2 layer's state beside a full-attention layer's paged KV"),
+    "tiny-mamba2": RandomSpec("tiny-mamba2", "mamba2", 0),
+    "tiny-hybrid": RandomSpec("tiny-hybrid", "granitemoehybrid", 0),
 }
 
 
@@ -86,7 +85,7 @@ def bundled_names() -> list[str]:
 
 def model_dir(name_or_path: str) -> Path:
     """Resolve a zoo name or a folder path; one clear error when neither exists."""
-    if name_or_path in SPECS or name_or_path in RANDOM_SPECS:
+    if name_or_path in bundled_names():
         path = MODELS_DIR / name_or_path
     else:
         path = Path(name_or_path).expanduser()
