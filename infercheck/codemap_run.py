@@ -20,7 +20,7 @@ from infercheck.build.tree import find_installed_engine
 from infercheck.codemap import CodeMap, codemap_path, definition_digest, lines_by_check, load_codemap, record_codemap
 from infercheck.console import Progress
 from infercheck.device import detect_device
-from infercheck.engine_limits import load_limitations, matching
+from infercheck.engine_limits import limitations_for, matching
 from infercheck.errors import InfercheckError
 from infercheck.models import zoo
 from infercheck.paths import SUITES_DIR
@@ -74,7 +74,7 @@ def build_codemap(work_dir: Path, timeout_s: float, progress: Progress, out: Pat
         run.raise_for_error()
         trace = json.loads((work_dir / TRACE).read_text())
     checks = group_checks(job)
-    limits = load_limitations()
+    limits = limitations_for(engine.version, detect_device())
     failed: set[str] = set()
     for group in (g for g in run.groups() if g.error):
         if limit := matching(group.error, limits):

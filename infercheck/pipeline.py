@@ -23,7 +23,7 @@ from infercheck.build.variants import build_variants
 from infercheck.console import LiveWorkers, Progress
 from infercheck.device import detect_device
 from infercheck.draw import Draw
-from infercheck.engine_limits import load_limitations
+from infercheck.engine_limits import engine_version, limitations_for
 from infercheck.execute import Runner, execute
 from infercheck.grade import Graded, Settings, grade
 from infercheck.intake import Intake, intake, save_selection, with_stored_selection
@@ -78,9 +78,11 @@ def graded_flags(found: Intake, graded: Graded) -> list[Flag]:
     return flags
 
 
-def grade_run(found: Intake, the_plan: Plan, stored: StoredRun) -> Graded:
-    """Grade a run's stored results (the pure stage over what the run stage left)."""
-    settings = Settings(found.profile, found.signals, found.floor, not found.base_patches, load_limitations())
+def grade_run(found: Intake, the_plan: Plan, stored: StoredRun, version: str, device: str) -> Graded:
+    """Grade a run's stored results (the pure stage over what the run stage left); `version` and
+    `device` name the build it ran on, whose known limitations may explain a failure on base."""
+    settings = Settings(found.profile, found.signals, found.floor, not found.base_patches,
+                        limitations_for(version, device))
     return grade(the_plan, stored, settings, found.patch.text)
 
 
@@ -131,12 +133,12 @@ def validate(opts: ValidateOptions, progress: Progress, live: LiveWorkers | None
     execute(the_plan, variants, Runner(opts, out / RUNS, progress, deadline, live, slots, cancel=cancel))
     timer.done("run")
     stored = load_stored(out / RUNS)
-    graded = grade_run(found, the_plan, stored)
+    engine = find_installed_engine()
+    graded = grade_run(found, the_plan, stored, engine.version, device)
     timer.done("grade")
     for check in graded.checks:
         progress(f"check {check.name}: base {fmt_pass(check.base.passed)}, patched {fmt_pass(check.patched.passed)}"
                  f"{' [' + ', '.join(check.flags) + ']' if check.flags else ''}")
-    engine = find_installed_engine()
     run = ValidationRun(out.name, found.patch_info(), found.base_patch_infos(), found.model_name, opts.dtype, device,
                         f"{engine.distribution} {engine.version}", opts.command, started.isoformat(), 0.0,
                         timer.stages, graded.checks,
@@ -160,7 +162,8 @@ def regrade(run_dir: Path, fail_on: list[str] | None = None) -> tuple[Validation
     stored_run = load_run(run_dir)
     opts = load_options(run_dir, "regrade")
     found = with_stored_selection(intake(opts), run_dir / "inputs")
-    graded = grade_run(found, plan_for(found), load_stored(run_dir / RUNS))
+    graded = grade_run(found, plan_for(found), load_stored(run_dir / RUNS), engine_version(stored_run.engine),
+                       stored_run.device)
     verdict = decide(graded.checks, graded_flags(found, graded), found.symptom is not None, fail_on or opts.fail_on)
     run = replace(stored_run, checks=graded.checks, verdict=verdict)
     write_report(run, run_dir)

@@ -7,10 +7,12 @@ import tarfile
 from pathlib import Path
 
 from infercheck.grade import Graded
+from infercheck.engine_limits import engine_version
 from infercheck.intake import intake
 from infercheck.options import load_options
 from infercheck.pipeline import grade_run
 from infercheck.plan import Plan, plan_for
+from infercheck.report.files import load_run
 from infercheck.run.store import load_stored
 
 RUNS = Path(__file__).resolve().parent / "data" / "runs"
@@ -23,8 +25,8 @@ def unpack(name: str, into: Path) -> Path:
 
 
 def graded(folder: Path) -> Graded:
-    found = intake(load_options(folder, "regrade"))
-    return grade_run(found, plan_for(found), load_stored(folder / "runs"))
+    found, run = intake(load_options(folder, "regrade")), load_run(folder)
+    return grade_run(found, plan_for(found), load_stored(folder / "runs"), engine_version(run.engine), run.device)
 
 
 def recorded_plan(folder: Path) -> Plan:

