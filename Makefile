@@ -19,16 +19,17 @@ demo: setup
 	$(VENV)/bin/infercheck doctor --no-smoke
 	$(VENV)/bin/infercheck demo
 
-# Both tiers; pytest exit 5 (no tests collected) fails the target.
+# Both tiers; pytest exit 5 (no tests collected) fails the target. The engine tier prints its
+# slowest tests (CI time is budgeted: README, "Tests").
 test: setup
 	$(PY) -m pytest -q -m "not engine" tests
-	$(PY) -m pytest -q -m engine tests
+	$(PY) -m pytest -q --durations=15 -m engine tests
 
 test-unit: setup
 	$(PY) -m pytest -q -m "not engine" tests
 
 test-engine: setup
-	$(PY) -m pytest -q -m engine tests
+	$(PY) -m pytest -q --durations=15 -m engine tests
 
 # Rebuild the bundled tiny models (deterministic; the built files are committed).
 models: setup

@@ -179,6 +179,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_jobs(bench)
     add_quiet(bench)
 
+    merge = sub.add_parser("bench-merge", help="one benchmark from bench folders run on parts of the cases at one seed "
+                                               "(bench.json and index.html of their rows)")
+    merge.add_argument("folders", type=Path, nargs="+", help="bench folders; a later folder's row replaces an "
+                                                             "earlier one's for the same case and candidate")
+    merge.add_argument("--out", type=Path, required=True, help="the merged bench folder")
+
     demo = sub.add_parser("demo", help="the main job on the bundled default")
     add_quiet(demo)
 
@@ -217,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         "models": commands.cmd_models, "doctor": commands.cmd_doctor, "build": commands.cmd_build,
         "run": commands.cmd_run, "parity": commands.cmd_parity, "demo": commands.cmd_demo,
         "validate": commands.cmd_validate, "report": commands.cmd_report, "neighbours": commands.cmd_neighbours,
-        "bench": commands.cmd_bench, "regrade": commands.cmd_regrade,
+        "bench": commands.cmd_bench, "bench-merge": commands.cmd_bench_merge, "regrade": commands.cmd_regrade,
         "codemap": commands.cmd_codemap, "perf": commands.cmd_perf,
     }
     started = time.time()

