@@ -25,9 +25,11 @@ SAMPLER = "vllm/v1/sample/ops/topk_topp_sampler.py"
 @pytest.fixture(scope="module")
 def all_apps_run(session_cache, tmp_path_factory):
     out = tmp_path_factory.mktemp("apps") / "report"
+    # Every app and oracle is one engine job per side; on a slow or shared 2-core machine that job
+    # nears the default 900 s per-worker limit, which is not what this module tests.
     proc = subprocess.run([sys.executable, "-m", "infercheck.cli", "validate", str(INERT), "--apps", "all",
-                           "--suites", "parity/addition-short", "--out", str(out)],
-                          capture_output=True, text=True, env=cli_env(session_cache), timeout=1800)
+                           "--suites", "parity/addition-short", "--timeout", "1800", "--out", str(out)],
+                          capture_output=True, text=True, env=cli_env(session_cache), timeout=3000)
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     return proc, json.loads((out / "results.json").read_text()), out
 
