@@ -29,6 +29,7 @@ from infercheck.run.store import RunOutcome
 # The bug check of a case: its bug.patch validated against the clean engine with the case's symptom.
 BUG = "bug"
 REPRODUCED = "REPRODUCED"
+BENCH_JSON = "bench.json"  # a bench folder's rows and matrix (bench_merge reads it back)
 
 
 @dataclass
@@ -215,5 +216,5 @@ def reused_note(folder: Path) -> str:
 
 def write_bench(result: BenchResult, out_dir: Path) -> dict[str, Path]:
     """bench.json and index.html (confusion matrix, one row per candidate linking to its report)."""
-    return write_texts(out_dir, {"bench.json": ("bench.json", json_text(result.as_dict())),
+    return write_texts(out_dir, {BENCH_JSON: (BENCH_JSON, json_text(result.as_dict())),
                                  "index.html": (REPORT_FILES["html"], render_bench(result))})

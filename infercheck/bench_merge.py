@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
-from infercheck.bench import BenchResult, BenchRow
+from infercheck.bench import BENCH_JSON, BenchResult, BenchRow
 from infercheck.errors import InfercheckError
 
-BENCH_JSON = "bench.json"
 ROW_FIELDS = {f.name for f in fields(BenchRow)}
 
 
@@ -52,8 +51,7 @@ def merge_benches(parts: list[tuple[Path, BenchResult]], out: Path) -> BenchResu
         for row in result.rows:
             report = row.report if Path(row.report).is_absolute() else os.path.relpath(folder / row.report, out)
             rows.pop((row.case, row.candidate), None)  # the later part's row, in the later part's order
-            rows[(row.case, row.candidate)] = BenchRow(row.case, row.candidate, row.expected, row.got,
-                                                       row.elapsed_s, report, row.why)
+            rows[(row.case, row.candidate)] = replace(row, report=report)
     cases = list(dict.fromkeys(case for _, result in parts for case in result.cases))
     ordered = sorted(rows.values(), key=lambda r: (cases.index(r.case) if r.case in cases else len(cases), r.case))
     return BenchResult(ordered, round(sum(result.wall_s for _, result in parts), 1),

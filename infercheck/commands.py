@@ -494,7 +494,7 @@ def bench_summary(result: BenchResult, out: Path) -> int:
 
 
 def cmd_bench_merge(args: argparse.Namespace) -> int:
-    """Merge bench folders of one seed into one bench (docs/design.md, "Benchmark")."""
+    """Merge bench folders of one seed into one bench (docs/design.md, "Prompt draws")."""
     from infercheck.bench_merge import load_bench, merge_benches
 
     parts = [(folder, load_bench(folder)) for folder in args.folders]
