@@ -22,6 +22,7 @@ from infercheck.checks.comparators import REGISTRY
 from infercheck.draw import Draw
 from infercheck.errors import InfercheckError
 from infercheck.models import addition
+from infercheck.models import zoo
 from infercheck.models.train import encode
 from infercheck.names import CheckKind
 from infercheck.paths import SUITES_DIR
@@ -70,18 +71,33 @@ def load_app(path: Path, kind: CheckKind = CheckKind.APP) -> App:
                               else f"{path}: an app needs `compare` (one of {', '.join(REGISTRY)})")
     if app.workload.get("type") not in WORKLOADS:
         raise InfercheckError(f"{path}: workload.type must be one of {', '.join(WORKLOADS)}")
+    bundled = zoo.bundled_names()
+    unknown = [m for m in (app.model, *app.also_on) if m and m not in bundled]
+    if unknown:
+        raise InfercheckError(f"{path}: unknown bundled model(s) {', '.join(unknown)} (known: {', '.join(bundled)})")
     return app
 
 
+def model_variants(app: App) -> list[App]:
+    """The app as it runs on each model of its `also_on`: the same workload and comparators, pinned
+    to that model, named "<name>@<model>" (docs/design.md, "Apps"). A neighbour rule names such a
+    variant where a family of models, not the run's model, is what the touched code serves (a
+    state-space layer under batching and n>1 sampling on the hybrid model)."""
+    return [replace(app, name=f"{app.name}@{model}", model=model, also_on=(), variant_of=app.name)
+            for model in app.also_on]
+
+
 def load_apps(root: Path = SUITES_DIR) -> dict[str, App]:
-    """Every app (root/apps) and oracle (root/oracles), by name; a name is one or the other."""
+    """Every app (root/apps) and oracle (root/oracles) and their model variants, by name; a name is
+    one or the other."""
     apps: dict[str, App] = {}
     for kind, folder in FOLDERS.items():
         for path in sorted((root / folder).glob("*.yaml")):
-            app = load_app(path, kind)
-            if app.name in apps:
-                raise InfercheckError(f"{path}: the name {app.name!r} is taken by {apps[app.name].check_name}")
-            apps[app.name] = app
+            loaded = load_app(path, kind)
+            for app in (loaded, *model_variants(loaded)):
+                if app.name in apps:
+                    raise InfercheckError(f"{path}: the name {app.name!r} is taken by {apps[app.name].check_name}")
+                apps[app.name] = app
     return apps
 
 

@@ -35,8 +35,10 @@ BASELINE_SUITES = ["parity/addition-short"]
 
 
 def app_digests(apps: dict[str, App], root: Path = SUITES_DIR) -> dict[str, str]:
-    """App name -> the digest of its suite file (what a stored map was recorded with)."""
-    return {name: definition_digest(root / FOLDERS[app.kind] / f"{name}.yaml") for name, app in apps.items()}
+    """App name -> the digest of its suite file (what a stored map was recorded with); a model
+    variant's is its app's file."""
+    return {name: definition_digest(root / FOLDERS[app.kind] / f"{app.variant_of or name}.yaml")
+            for name, app in apps.items()}
 
 
 def engine_sources(package_dir: Path, files: set[str]) -> dict[str, str]:

@@ -92,6 +92,8 @@ class App:
     description: str = ""
     criterion: str = ""
     model: str | None = None  # a bundled model it is pinned to; None = the run's model
+    also_on: tuple[str, ...] = ()  # bundled models it also runs on, each as the app "<name>@<model>"
+    variant_of: str | None = None  # for such an "<name>@<model>" app: the app (and file) it runs
     engine_args: dict[str, Any] = field(default_factory=dict)
     record: tuple[str, ...] = ()  # throughput / hit_rate / preemptions
     options: dict[str, dict[str, Any]] = field(default_factory=dict)  # comparator -> its YAML options

