@@ -10,6 +10,7 @@ import pytest
 from infercheck.bench import BenchResult, BenchRow, write_bench
 from infercheck.bench_merge import load_bench, merge_benches
 from infercheck.errors import InfercheckError
+from infercheck.paths import PATCHES_DIR, REPO_ROOT
 from tests.conftest import assert_one_line_error, infercheck
 
 SEED = 1726170616
@@ -61,3 +62,18 @@ def test_other_seeds_quick_parts_and_folders_without_a_bench_are_refused(tmp_pat
     proc = infercheck(session_cache, "bench-merge", str(tmp_path / "empty"), "--out", str(tmp_path / "m"))
     assert_one_line_error(proc, 2, "no bench.json")
     assert not (tmp_path / "m").exists()
+
+
+def test_the_kept_parts_of_a_seed_merge_into_one_bench_of_bundled_cases(tmp_path):
+    """docs/bench-records/: each seed's parts merge (one seed, full benches), name bundled cases
+    only, and no case is in two parts."""
+    records = REPO_ROOT / "docs" / "bench-records"
+    bundled = {p.name for p in PATCHES_DIR.iterdir() if p.is_dir()}
+    for seed_dir in sorted(p for p in records.iterdir() if p.is_dir()):
+        parts = [(p, load_bench(p)) for p in sorted(seed_dir.iterdir()) if p.is_dir()]
+        assert parts, seed_dir
+        cases = [c for _, r in parts for c in r.cases]
+        assert len(cases) == len(set(cases)) and set(cases) <= bundled, seed_dir
+        merged = merge_benches(parts, tmp_path / seed_dir.name)
+        assert f"seed-{merged.seed}" == seed_dir.name and not merged.quick
+        assert {r.case for r in merged.rows} == set(cases)
