@@ -13,6 +13,9 @@ from typing import Callable
 from infercheck.errors import InfercheckError
 
 
+DTYPE_HELP = "float32, bfloat16 or float16 (default: the model's own: bfloat16 for tiny-gdn, float32 otherwise)"
+
+
 def add_variant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--patch", action="append", default=[], type=Path, metavar="P",
                    help="patch applied to the engine tree (repeatable, in order)")
@@ -76,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     msub.add_parser("list", help="bundled models and whether their files match the manifest")
     mr = msub.add_parser("random", help="write a model that is not bundled: random weights of an architecture "
                                         "with its own tokenizer (for --model offline; deterministic)")
-    mr.add_argument("arch", help="architecture (qwen2, mamba2, granitemoehybrid)")
+    mr.add_argument("arch", help="architecture (qwen2, mamba2, granitemoehybrid, qwen3_next)")
     mr.add_argument("--out", type=Path, required=True, help="a new folder")
     mr.add_argument("--seed", type=int, default=0)
 
@@ -90,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_variant_options(run)
     run.add_argument("--model", default="tiny-llama-add")
     run.add_argument("--backend", choices=["vllm", "hf"], default="vllm")
-    run.add_argument("--dtype", default="float32")
+    run.add_argument("--dtype", help=DTYPE_HELP)
     run.add_argument("--prompt", action="append", default=[])
     run.add_argument("--engine-arg", action="append", default=[], metavar="K=V")
     run.add_argument("--max-tokens", type=int, default=8)
@@ -102,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     parity = sub.add_parser("parity", help="greedy parity of the engine (optionally patched) vs HF")
     add_variant_options(parity)
     parity.add_argument("--model", default="tiny-llama-add")
-    parity.add_argument("--dtype", default="float32")
+    parity.add_argument("--dtype", help=DTYPE_HELP)
     parity.add_argument("--prompts", type=int, default=8, help="number of held-out prompts (half many-shot)")
     parity.add_argument("--max-tokens", type=int, default=6)
     parity.add_argument("--timeout", type=float, default=900.0)
@@ -118,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="applied to the engine tree before PATCH, for base and patched alike (repeatable)")
     val.add_argument("--engine-src", type=Path)
     val.add_argument("--model", help="bundled model name or HF model folder (default: the case's, else tiny-llama-add)")
-    val.add_argument("--dtype", default="float32")
+    val.add_argument("--dtype", help=DTYPE_HELP)
     val.add_argument("--symptom", type=Path, help="symptom spec YAML")
     val.add_argument("--case", type=Path, help="a bundled case folder: base patches, model and symptom")
     val.add_argument("--suites", help="comma-separated suites or kinds, e.g. parity,accuracy/addition-zero-shot")

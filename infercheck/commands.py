@@ -53,13 +53,15 @@ def cmd_models(args: argparse.Namespace) -> int:
     if args.models_command == "list":
         for name in zoo.bundled_names():
             ok, detail = zoo.verify(name)
-            print(f"{name:16s} {'ok ' if ok else 'BAD'} {detail}")
+            print(f"{name:16s} {zoo.model_dtype(name):9s} {'ok ' if ok else 'BAD'} {detail}")
         return 0
     if args.models_command == "random":
-        from infercheck.models.random_build import build_random
+        from infercheck.models.random_build import ARCHITECTURES, build_random
 
         folder = build_random(args.arch, args.out, args.seed)
-        print(f"{folder}: random {args.arch} (seed {args.seed}); use it with --model {folder}")
+        dtype = ARCHITECTURES[args.arch].dtype
+        print(f"{folder}: random {args.arch} (seed {args.seed}); use it with --model {folder}"
+              + (f" --dtype {dtype}" if dtype != zoo.DEFAULT_DTYPE else ""))
         return 0
     from infercheck.models.random_build import build_bundled
 
@@ -100,11 +102,12 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     device = detect_device()
     model = str(zoo.model_dir(args.model))
+    dtype = zoo.run_dtype(args.model, args.dtype)
     engine_args = dict(parse_engine_arg(a) for a in args.engine_arg)
     prompts = args.prompt or ["12+34="]
     requests = [Request(id=f"p{i}", prompt=p, sampling={"max_tokens": args.max_tokens, "temperature": 0.0},
                         logprobs=args.logprobs or None) for i, p in enumerate(prompts)]
-    job = Job(args.backend, model, args.dtype, [Group("cli", engine_args, requests)])
+    job = Job(args.backend, model, dtype, [Group("cli", engine_args, requests)])
     env = variant_env(args, "patched" if args.patch else "base", device)
     out = run_dir(args.out, f"run-{args.backend}")
     with Console() as console:
@@ -137,6 +140,7 @@ def cmd_parity(args: argparse.Namespace) -> int:
     device = detect_device()
     model_dir = zoo.model_dir(args.model)
     model = str(model_dir)
+    dtype = zoo.run_dtype(args.model, args.dtype)
     prompts = parity_prompts(args.prompts, model_dir.name)
     out = run_dir(args.out, "parity")
     env = variant_env(args, "patched" if args.patch else "base", device)
@@ -144,14 +148,14 @@ def cmd_parity(args: argparse.Namespace) -> int:
     with Console() as console:
         for backend, variant_env_ in (("vllm", env), ("hf", installed_env(device))):
             console(f"run {backend} worker on {len(prompts)} prompts")
-            job = parity_job(backend, model, args.dtype, prompts, args.max_tokens)
+            job = parity_job(backend, model, dtype, prompts, args.max_tokens)
             runs[backend] = launch(job, variant_env_, out / backend, timeout_s=args.timeout,
                                    watch=console.watch(backend)).raise_for_error()
             console(f"{backend} worker done in {runs[backend].elapsed_s:.1f}s")
     summary = summarize(compare_greedy(runs["vllm"].results(), runs["hf"].results()))
     passed = summary.all_equal and summary.max_abs_dlogprob <= PARITY_LOGPROB_TOL_FP32
     (out / "parity.json").write_text(json.dumps({**asdict(summary), "passed": passed}, indent=2))
-    print(f"parity {args.model} ({args.dtype}): {summary.tokens_equal}/{summary.requests} greedy sequences equal, "
+    print(f"parity {args.model} ({dtype}): {summary.tokens_equal}/{summary.requests} greedy sequences equal, "
           f"max |Δlogprob| {summary.max_abs_dlogprob:.2e} (tol {PARITY_LOGPROB_TOL_FP32:g}) → "
           f"{'PASS' if passed else 'FAIL'}")
     print(f"results: {out}")
@@ -212,7 +216,7 @@ def ray_address(args: argparse.Namespace) -> str | None:
 
 def validate_options(args: argparse.Namespace) -> ValidateOptions:
     opts = ValidateOptions(patch=args.patch, base_patches=list(args.base_patch), engine_src=args.engine_src,
-                           model=args.model or "tiny-llama-add", dtype=args.dtype, symptom=args.symptom,
+                           model=args.model or "tiny-llama-add", symptom=args.symptom,
                            suites=[s.strip() for s in args.suites.split(",") if s.strip()] if args.suites else None,
                            apps=[a.strip() for a in args.apps.split(",") if a.strip()] if args.apps else None,
                            out=args.out, fail_on=fail_on_list(args.fail_on),
@@ -238,6 +242,7 @@ def validate_options(args: argparse.Namespace) -> ValidateOptions:
         opts.case = case.id
         candidate = case.candidate_for(args.patch)
         opts.expected = candidate.expected if candidate else None
+    opts.dtype = zoo.run_dtype(opts.model, args.dtype)  # the model's own where --dtype is not given
     return opts
 
 
@@ -270,7 +275,7 @@ def one_candidate_command(args: argparse.Namespace, patch: Path) -> str:
     parts += [a for p in args.base_patch for a in ("--base-patch", str(p))]
     parts += [a for name in SAME_BASE_OPTIONS if getattr(args, name, None) is not None
               for a in (f"--{name.replace('_', '-')}", str(getattr(args, name)))]
-    if args.dtype != "float32":
+    if args.dtype is not None:
         parts += ["--dtype", args.dtype]
     return " ".join(shlex.quote(p) for p in parts)
 
@@ -417,7 +422,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """Validate one bundled candidate and print the report path."""
     case = load_case(DEMO_CASE)
     candidate = case.candidates[0]
-    demo = argparse.Namespace(patch=candidate.patch, base_patch=[], engine_src=None, model=None, dtype="float32",
+    demo = argparse.Namespace(patch=candidate.patch, base_patch=[], engine_src=None, model=None, dtype=None,
                               symptom=None, case=DEMO_CASE, suites=None, apps=None, out=None, fail_on=None, timeout=900.0,
                               no_reuse=False, json=False, quiet=args.quiet)
     if not args.quiet:
@@ -454,7 +459,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     seed = chosen_seed(args.seed, os.environ)  # one draw for every candidate: base and reference are shared
 
     def options(case, candidate, folder: Path) -> ValidateOptions:
-        ns = argparse.Namespace(patch=candidate.patch, base_patch=[], engine_src=None, model=None, dtype="float32",
+        ns = argparse.Namespace(patch=candidate.patch, base_patch=[], engine_src=None, model=None, dtype=None,
                                 symptom=None, case=case.folder, suites=None, apps=None, out=folder, fail_on=None,
                                 timeout=args.timeout, no_reuse=args.no_reuse, json=False, seed=seed, jobs=args.jobs,
                                 ray=args.ray, ray_address=args.ray_address)

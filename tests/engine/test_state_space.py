@@ -98,3 +98,23 @@ def test_the_generic_apps_pass_on_the_hybrid_model(hybrid_run):
                 assert comparisons["reference"]["detail"]["top1_agreement"] == 1.0
     stop = {c["comparator"]: c for c in checks["app/stop-and-n@tiny-hybrid"]["base"]["detail"]["comparisons"]}["stop"]
     assert stop["detail"]["problems"] == 0
+
+
+def test_the_bfloat16_gated_delta_net_model_matches_hf_within_its_measured_floor(session_cache, tmp_path):
+    """tiny-gdn (Qwen3-Next: gated delta-net + full attention) runs in bfloat16 without --dtype, the
+    only dtype vLLM-CPU runs gated delta-net in, against the float32 reference on the same bf16
+    weights: general-text parity within the floor the unmodified engine measures, under the table."""
+    out = tmp_path / "gdn"
+    proc = subprocess.run([sys.executable, "-m", "infercheck.cli", "validate", str(PATCH), "--model", "tiny-gdn",
+                           "--suites", "parity/general-text", "--apps", "none", "--no-engine-tests", "--out", str(out)],
+                          capture_output=True, text=True, env=cli_env(session_cache), timeout=1800)
+    assert "Traceback" not in proc.stderr and (out / "results.json").is_file(), proc.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert results["model"] == "tiny-gdn" and results["dtype"] == "bfloat16", {k: results.get(k) for k in ("model", "dtype")}
+    check = next(c for c in results["checks"] if c["name"] == "parity/general-text")
+    payload = check["payload"]
+    assert payload["floor"] and payload["profile"]["max_abs_dlogprob"] < payload["table"]["max_abs_dlogprob"] == 0.5
+    for side in ("base", "patched"):
+        detail = check[side]["detail"]
+        assert check[side]["passed"], (side, detail)
+        assert detail["top1_agreement"] >= 0.97 and 1e-4 < detail["max_abs_dlogprob"] < 0.1  # bf16 noise, not zero

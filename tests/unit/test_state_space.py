@@ -22,7 +22,7 @@ SIGNALS = {"hit_rate_drop": 0.5, "min_base_hit_rate": 0.2, "throughput_floor": 0
            "min_steps": 6, "alpha": 0.01}
 
 
-@pytest.mark.parametrize("name", ["tiny-mamba2", "tiny-hybrid"])
+@pytest.mark.parametrize("name", ["tiny-mamba2", "tiny-hybrid", "tiny-gdn"])
 def test_the_random_zoo_models_rebuild_to_their_committed_files(tmp_path, name):
     from infercheck.models.random_build import build_random
 
@@ -115,3 +115,41 @@ def test_an_app_on_a_model_the_zoo_lacks_is_refused(tmp_path):
                     "compare: [reference]\nalso_on: [tiny-nothing]\n")
     with pytest.raises(InfercheckError, match="unknown bundled model.*tiny-nothing"):
         load_app(path)
+
+
+def test_tiny_gdn_is_a_bfloat16_gated_delta_net_hybrid_and_the_others_stay_float32():
+    from infercheck.models.random_build import ARCHITECTURES
+
+    for name, spec in zoo.RANDOM_SPECS.items():
+        config = json.loads((zoo.model_dir(name) / "config.json").read_text())
+        assert spec.dtype == ARCHITECTURES[spec.architecture].dtype == config["dtype"]  # saved as it runs
+        assert zoo.model_dtype(name) == spec.dtype
+    config = json.loads((zoo.model_dir("tiny-gdn") / "config.json").read_text())
+    assert (config["model_type"], config["layer_types"]) == ("qwen3_next", ["linear_attention", "full_attention"])
+    assert config["linear_key_head_dim"] == config["linear_value_head_dim"] == 64  # vLLM-CPU's GDN kernel
+    assert carries_recurrent_state(config) and zoo.model_dtype("tiny-gdn") == "bfloat16"
+    assert [zoo.model_dtype(n) for n in ("tiny-mamba2", "tiny-hybrid", "tiny-llama-add")] == ["float32"] * 3
+
+
+def test_a_run_on_tiny_gdn_is_bfloat16_unless_told_otherwise_and_refuses_float32(capsys):
+    from pathlib import Path
+
+    from infercheck.cli import build_parser, main
+    from infercheck.commands import one_candidate_command, validate_options
+    from infercheck.errors import InfercheckError
+
+    def dtype(*extra):
+        return validate_options(build_parser().parse_args(["validate", "x.patch", *extra])).dtype
+
+    assert dtype("--model", "tiny-gdn") == dtype("--model", "tiny-gdn", "--dtype", "bfloat16") == "bfloat16"
+    assert dtype("--model", str(zoo.model_dir("tiny-gdn"))) == "bfloat16"  # its folder is the same model
+    assert dtype() == dtype("--model", "tiny-hybrid") == "float32"
+    assert dtype("--model", "tiny-hybrid", "--dtype", "bfloat16") == "bfloat16"
+    with pytest.raises(InfercheckError, match=r"tiny-gdn runs only in bfloat16 \(vLLM-CPU's gated delta-net"):
+        dtype("--model", "tiny-gdn", "--dtype", "float32")
+    assert zoo.run_dtype("tiny-gdn", None) == "bfloat16" and zoo.run_dtype("/elsewhere/tiny-gdn", None) == "float32"
+    assert main(["validate", "x.patch", "--model", "tiny-gdn", "--dtype", "float32"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "runs only in bfloat16" in err[0] and "drop --dtype float32" in err[0]
+    args = build_parser().parse_args(["validate", "a.patch", "b.patch", "--model", "tiny-gdn"])
+    assert "--dtype" not in one_candidate_command(args, Path("a.patch"))  # each candidate resolves it alike
