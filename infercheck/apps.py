@@ -80,9 +80,9 @@ def load_app(path: Path, kind: CheckKind = CheckKind.APP) -> App:
 
 def model_variants(app: App) -> list[App]:
     """The app as it runs on each model of its `also_on`: the same workload and comparators, pinned
-    to that model, named "<name>@<model>" (docs/design.md, "Apps"). A neighbour rule names such a
-    variant where a family of models, not the run's model, is what the touched code serves (a
-    state-space layer under batching and n>1 sampling on the hybrid model)."""
+    to that model, named "<name>@<model>" (docs/design.md, "Any model"; docs/apps.md). A neighbour
+    rule names such a variant where a family of models, not the run's model, is what the touched
+    code serves (a state-space layer under batching and n>1 sampling on the hybrid model)."""
     return [replace(app, name=f"{app.name}@{model}", model=model, also_on=(), variant_of=app.name)
             for model in app.also_on]
 
