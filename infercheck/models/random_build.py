@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from infercheck.errors import InfercheckError
-from infercheck.models.zoo import MANIFEST, RANDOM_SPECS, file_digests, verify
+from infercheck.models.zoo import DEFAULT_DTYPE, MANIFEST, RANDOM_SPECS, file_digests, verify
 from infercheck.paths import MODELS_DIR
 from infercheck.models.general_text import general_passages
 
@@ -33,7 +33,7 @@ class RandomArch:
     model_class: str
     config: dict[str, Any] = field(default_factory=dict)
     max_length: int = 4096  # the tokenizer's model_max_length (state-space models have no position table)
-    dtype: str = "float32"  # the saved weights' dtype (a zoo spec of the arch runs in it: zoo.RandomSpec.dtype)
+    dtype: str = DEFAULT_DTYPE  # the saved weights' dtype (a zoo spec of the arch runs in it: zoo.RandomSpec.dtype)
     init: Callable[[Any], None] | None = None  # draws some parameters again after the default initialiser
 
 
@@ -180,7 +180,7 @@ def build_random(arch: str, out: Path, seed: int = 0, command: str | None = None
             spec.init(model)
     model.to(getattr(torch, spec.dtype)).save_pretrained(str(out))
     manifest = {"name": out.name, "architecture": arch, "description": spec.description, "trained": False,
-                "seed": seed, **({"dtype": spec.dtype} if spec.dtype != "float32" else {}),  # float32 manifests unchanged
+                "seed": seed, **({"dtype": spec.dtype} if spec.dtype != DEFAULT_DTYPE else {}),  # float32 manifests unchanged
                 "build_command": command or f"infercheck models random {arch} --out {out} --seed {seed}",
                 "files": file_digests(out)}
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")

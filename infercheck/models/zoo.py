@@ -60,6 +60,9 @@ SPECS: dict[str, ModelSpec] = {
 }
 
 
+DEFAULT_DTYPE = "float32"  # a run's dtype on a model that names no other (RandomSpec.dtype)
+
+
 @dataclass(frozen=True)
 class RandomSpec:
     """A bundled model with random weights: an architecture of models/random_build.py, its seed,
@@ -67,7 +70,7 @@ class RandomSpec:
     name: str
     architecture: str
     seed: int
-    dtype: str = "float32"  # a run's dtype when --dtype is not given
+    dtype: str = DEFAULT_DTYPE  # a run's dtype when --dtype is not given
     dtype_only: str = ""  # why no other --dtype runs it ("": any does)
 
 
@@ -82,7 +85,6 @@ RANDOM_SPECS: dict[str, RandomSpec] = {
     "tiny-gdn": RandomSpec("tiny-gdn", "qwen3_next", 0, "bfloat16",
                            "vLLM-CPU's gated delta-net attention requires bfloat16"),
 }
-DEFAULT_DTYPE = "float32"
 
 
 def bundled_names() -> list[str]:
@@ -124,9 +126,9 @@ def model_dtype(name_or_path: str) -> str:
 def run_dtype(name_or_path: str, given: str | None) -> str:
     """A run's dtype: --dtype when given, else the model's (model_dtype). A bundled model that runs
     in one dtype only refuses another in one line, before anything starts."""
-    spec = RANDOM_SPECS.get(bundled_name(name_or_path) or "")
     if given is None:
         return model_dtype(name_or_path)
+    spec = RANDOM_SPECS.get(bundled_name(name_or_path) or "")
     if spec is not None and spec.dtype_only and given != spec.dtype:
         raise InfercheckError(f"{spec.name} runs only in {spec.dtype} ({spec.dtype_only}): drop --dtype {given}")
     return given
